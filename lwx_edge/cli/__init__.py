@@ -1,0 +1,30 @@
+"""The ``lwx-edge`` command line (typer). One module per subcommand; heavy imports happen inside them."""
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ..errors import LwxError
+from . import data, embed, export, fit, predict, search, train
+
+app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.command("train")(train.train)
+app.command("embed")(embed.embed)
+app.command("export")(export.export)
+app.command("fit")(fit.fit)
+app.command("predict")(predict.predict)
+app.command("search")(search.search)
+app.add_typer(data.app, name="data")
+
+
+def main() -> None:
+    try:
+        app()
+    except LwxError as e:
+        typer.secho(f"error: {e}", err=True, fg=typer.colors.RED)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

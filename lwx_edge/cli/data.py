@@ -1,0 +1,47 @@
+"""``lwx-edge data``: build the offline corpora from Debian's apt lists and gettext catalogs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Build training corpora (DDTP descriptions, gettext catalogs, monolingual text).",
+                  no_args_is_help=True)
+
+
+@app.command("ddtp")
+def ddtp(out: Path = typer.Option(Path("data/corpus/ddtp"), "--out", "-o"),
+         lists_dir: Path = typer.Option(Path("/var/lib/apt/lists"), "--lists-dir",
+                                        help="apt lists (run: apt-get update -o Acquire::Languages=en,fr,de,es,it)")):
+    """Debian package descriptions and their fr/de/es/it translations, split by source package."""
+    from ..data.ddtp import build_ddtp
+
+    typer.echo(json.dumps(build_ddtp(lists_dir, out), indent=2))
+
+
+@app.command("gettext")
+def gettext(out: Path = typer.Option(Path("data/corpus/gettext"), "--out", "-o"),
+            work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are unpacked.")):
+    """msgid -> msgstr pairs from the gettext catalogs of common Debian packages (apt-get download)."""
+    from ..data.gettext import build_gettext
+
+    typer.echo(json.dumps(build_gettext(out, work_dir=work_dir), indent=2))
+
+
+@app.command("mono")
+def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
+         ddtp_dir: Path = typer.Option(Path("data/corpus/ddtp"), "--ddtp"),
+         gettext_dir: Path = typer.Option(Path("data/corpus/gettext"), "--gettext")):
+    """Monolingual sentences per language from the train splits (for distillation)."""
+    from ..data.mono import build_mono
+
+    typer.echo(json.dumps(build_mono(out, *[d for d in (ddtp_dir, gettext_dir) if d.exists()]), indent=2))
+
+
+@app.command("all")
+def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
+    """ddtp + gettext + mono into ROOT/{ddtp,gettext,mono}."""
+    ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
+    gettext(root / "gettext", root.parent / "debs")
+    mono(root / "mono", root / "ddtp", root / "gettext")

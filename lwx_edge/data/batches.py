@@ -1,0 +1,153 @@
+"""Training batches: tokenized pairs, SMLM masking (METHOD.md §3.1) and padding (numpy only).
+
+Everything random here is a pure function of (seed, epoch, batch index), so a resumed run sees exactly
+the batches and masks an uninterrupted one would, and every DDP rank can cut its slice from the same
+global batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..tokenizer import MASK_ID, PAD_ID, Tokenizer
+
+
+@dataclass
+class TokenizedPairs:
+    """Parallel pairs as token ids (truncated to max_len) with the original source text for the teacher."""
+
+    src: list[np.ndarray]
+    tgt: list[np.ndarray]
+    src_text: list[str]
+    tgt_text: list[str]
+    pair_lang: list[str]
+    dropped: int = 0
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def tokenize_pairs(pairs: Iterable, tokenizer: Tokenizer, max_len: int) -> TokenizedPairs:
+    """Tokenize ``Pair``s; drop pairs with a side that has no maskable token (SMLM needs one)."""
+    pairs = list(pairs)
+    maskable = tokenizer.is_maskable()
+    out = TokenizedPairs([], [], [], [], [])
+    chunk = 4096
+    for s in range(0, len(pairs), chunk):
+        part = pairs[s:s + chunk]
+        a = tokenizer.encode([p.src for p in part]).ids
+        b = tokenizer.encode([p.tgt for p in part]).ids
+        for p, ia, ib in zip(part, a, b):
+            ia, ib = np.asarray(ia[:max_len], np.int32), np.asarray(ib[:max_len], np.int32)
+            if not (maskable[ia].any() and maskable[ib].any()):
+                out.dropped += 1
+                continue
+            out.src.append(ia)
+            out.tgt.append(ib)
+            out.src_text.append(p.src)
+            out.tgt_text.append(p.tgt)
+            out.pair_lang.append(f"{p.src_lang}-{p.tgt_lang}")
+    return out
+
+
+def pad(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad to the longest sequence -> ids int64 [n, L], mask int64 [n, L]."""
+    length = max(len(s) for s in seqs)
+    ids = np.full((len(seqs), length), PAD_ID, dtype=np.int64)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = s
+    return ids, (ids != PAD_ID).astype(np.int64)
+
+
+def mask_one_token(a: np.ndarray, b: np.ndarray, maskable: np.ndarray, rng: np.random.Generator):
+    """SMLM corruption of one pair: choose a side (p = 0.5; the other if it has nothing maskable),
+    then a uniform maskable position, replaced 100% by <MASK>. Returns (a', b', side, w_t)."""
+    side = int(rng.random() < 0.5)
+    sides = [a, b]
+    if not maskable[sides[side]].any():
+        side = 1 - side
+    seq = sides[side].copy()
+    positions = np.flatnonzero(maskable[seq])
+    t = positions[rng.integers(len(positions))]
+    token = int(seq[t])
+    seq[t] = MASK_ID
+    return (seq, b, side, token) if side == 0 else (a, seq, side, token)
+
+
+class PairBatcher:
+    """Shuffled, drop-last batches of masked pairs; batch (epoch, i) is deterministic given the seed.
+
+    With ``bucket`` > 0, each run of ``bucket`` batches of the shuffled order is sorted by length before
+    it is cut into batches, and the batches are then shuffled: far less padding, still random batches.
+    """
+
+    def __init__(self, data: TokenizedPairs, batch_size: int, maskable: np.ndarray, seed: int = 0,
+                 teacher: np.ndarray | None = None, bucket: int = 0):
+        if len(data) < batch_size:
+            raise InputError(f"the corpus has {len(data)} usable pairs, fewer than one batch ({batch_size})")
+        self.data, self.batch_size, self.maskable, self.seed, self.teacher = data, batch_size, maskable, seed, teacher
+        self.bucket = bucket
+        self.lengths = np.array([max(len(a), len(b)) for a, b in zip(data.src, data.tgt)])
+        self._epoch_order: tuple[int, np.ndarray] | None = None
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return len(self.data) // self.batch_size
+
+    def _order(self, epoch: int) -> np.ndarray:
+        if self._epoch_order is None or self._epoch_order[0] != epoch:
+            rng = np.random.default_rng([self.seed, epoch])
+            order = rng.permutation(len(self.data))
+            if self.bucket:
+                chunk = self.batch_size * self.bucket
+                order = np.concatenate([c[np.argsort(self.lengths[c], kind="stable")]
+                                        for c in np.split(order, range(chunk, len(order), chunk))])
+                batches = order[:self.steps_per_epoch * self.batch_size].reshape(-1, self.batch_size)
+                order = batches[rng.permutation(len(batches))].reshape(-1)
+            self._epoch_order = (epoch, order)
+        return self._epoch_order[1]
+
+    def indices(self, epoch: int, i: int) -> np.ndarray:
+        return self._order(epoch)[i * self.batch_size:(i + 1) * self.batch_size]
+
+    def batch(self, epoch: int, i: int) -> dict[str, np.ndarray]:
+        idx = self.indices(epoch, i)
+        rng = np.random.default_rng([self.seed, epoch, i, 1])
+        a, b, side, token = zip(*(mask_one_token(self.data.src[j], self.data.tgt[j], self.maskable, rng)
+                                  for j in idx))
+        ids_a, mask_a = pad(a)
+        ids_b, mask_b = pad(b)
+        out = {"ids_a": ids_a, "mask_a": mask_a, "ids_b": ids_b, "mask_b": mask_b,
+               "masked_side": np.asarray(side, np.int64), "masked_token": np.asarray(token, np.int64),
+               "index": idx}
+        if self.teacher is not None:
+            out["teacher"] = self.teacher[idx].astype(np.float32)
+        return out
+
+
+class MonoBatcher:
+    """Batches of monolingual sentences with their teacher vectors (distillation on single sentences);
+    batch ``step`` is deterministic given the seed, with the same length bucketing as ``PairBatcher``."""
+
+    def __init__(self, ids: list[np.ndarray], teacher: np.ndarray, batch_size: int, seed: int = 0,
+                 bucket: int = 0):
+        self.ids, self.teacher, self.seed = ids, teacher, seed
+        self.pairs = PairBatcher(TokenizedPairs(ids, ids, [], [], []), min(batch_size, len(ids)),
+                                 np.ones(1, bool), seed + 2, bucket=bucket)
+
+    def batch(self, step: int) -> dict[str, np.ndarray]:
+        idx = self.pairs.indices(*divmod(step, self.pairs.steps_per_epoch))
+        ids, mask = pad([self.ids[j] for j in idx])
+        return {"ids": ids, "mask": mask, "teacher": self.teacher[idx].astype(np.float32)}
+
+
+def slice_rows(batch: dict[str, np.ndarray], rank: int, world: int) -> dict[str, np.ndarray]:
+    """This rank's contiguous share of a global batch (DDP)."""
+    n = len(next(iter(batch.values())))
+    if n % world:
+        raise InputError(f"global batch {n} is not divisible by the world size {world}")
+    k = n // world
+    return {key: v[rank * k:(rank + 1) * k] for key, v in batch.items()}

@@ -1,0 +1,363 @@
+"""``Encoder``: load a bundle and embed text (tokenize, sort by length, batch, restore order).
+
+    from lwx_edge import Encoder
+    enc = Encoder.load("path/to/bundle")                  # backend="auto"
+    vecs = enc.embed(["A cat.", "Un chat."])              # float32 [2, 512], L2-normalised
+    enc.similarity("A cat.", "Un chat.")                  # cosine, float
+    hits = enc.search(["cat"], corpus_texts, top_k=5)     # exact, batched (numpy)
+
+Backends (``Encoder.load(path, backend=...)``):
+
+* ``"onnx"``: ``model.int8.onnx`` (else ``model.onnx``) with onnxruntime -- the base install, torch-free;
+* ``"executorch"``: ``model.int8.pte`` (else ``model.pte``) with ExecuTorch's Python runtime (imports torch);
+* ``"torch"``: ``model.safetensors`` with PyTorch (``pip install 'lwx-edge[train]'``), for training bundles;
+* ``"auto"`` (default): the first of ONNX int8, ONNX fp32, ExecuTorch int8, ExecuTorch fp32, torch that the
+  bundle has and the installed runtimes can run.
+
+``precision="int8"|"fp32"`` picks one artefact of a backend. Texts longer than the model's max length keep
+their first ``max_len`` tokens; this is never silent: ``embed`` warns (``TruncationWarning``, or raises with
+``truncation="error"``) and records the indices in ``last_truncated`` (per thread); ``truncated(texts)`` asks
+beforehand. One Encoder may be shared by several threads.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import warnings
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .bundle import CONFIG, TOKENIZER, WEIGHTS, Bundle, sha256_file
+from .errors import BundleError, InputError, LwxError
+from .runtime import Backend
+from .tokenizer import Tokenizer
+
+__all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "BACKENDS", "ARTIFACTS"]
+
+BACKENDS = ("auto", "onnx", "executorch", "torch")
+# (backend, file, precision) in the order "auto" prefers them
+ARTIFACTS = (
+    ("onnx", "model.int8.onnx", "int8"),
+    ("onnx", "model.onnx", "fp32"),
+    ("executorch", "model.int8.pte", "int8"),
+    ("executorch", "model.pte", "fp32"),
+    ("torch", WEIGHTS, "fp32"),
+)
+_RUNTIME_MODULES = {"onnx": ("onnxruntime",), "executorch": ("executorch", "torch"),
+                    "torch": ("torch", "safetensors")}
+_INSTALL = {"onnx": "pip install onnxruntime",
+            "executorch": "pip install 'lwx-edge[export]' (ExecuTorch 1.5.1)",
+            "torch": "pip install 'lwx-edge[train]'"}
+_EXPORT_HINT = {"onnx": "lwx-edge export BUNDLE --int8 --format onnx",
+                "executorch": "lwx-edge export BUNDLE --int8 --format pte"}
+
+
+class BackendUnavailable(LwxError):
+    """The runtime a backend needs is not installed."""
+
+
+class TruncationWarning(UserWarning):
+    """Some inputs were longer than the model's max length and lost their tail."""
+
+
+def _installed(backend: str) -> bool:
+    for mod in _RUNTIME_MODULES[backend]:
+        try:
+            if importlib.util.find_spec(mod) is None:
+                return False
+        except (ImportError, ValueError):  # a blocked or half-imported module
+            return False
+    return True
+
+
+def _verify(bundle: Bundle, names: Iterable[str]) -> None:
+    """Size and sha256 of the files this encoder reads (not of every file in the bundle)."""
+    for rel in names:
+        entry = bundle.manifest["files"].get(rel)
+        if entry is None:
+            raise BundleError(f"{bundle.path}: bundle has no {rel}")
+        p = bundle.path / rel
+        size = p.stat().st_size
+        if size != entry.get("bytes"):
+            raise BundleError(f"{bundle.path}: {rel} is truncated or changed "
+                              f"({size} bytes, manifest says {entry.get('bytes')})")
+        if sha256_file(p) != entry.get("sha256"):
+            raise BundleError(f"{bundle.path}: {rel} is corrupt (sha256 does not match the manifest)")
+
+
+def _as_text_list(texts) -> list:
+    """Accept a list/tuple (or another non-string sequence, e.g. a numpy array of str) of texts."""
+    if isinstance(texts, (list, tuple)):
+        return list(texts)
+    if isinstance(texts, (str, bytes)):
+        raise InputError("expected a list of strings, got a single " + type(texts).__name__ +
+                         " (wrap it in a list: embed([text]))")
+    if isinstance(texts, np.ndarray):
+        if texts.ndim != 1:
+            raise InputError(f"expected a 1-d list of strings, got an array of shape {texts.shape}")
+        return [t if not isinstance(t, np.str_) else str(t) for t in texts.tolist()]
+    if hasattr(texts, "__iter__") and not isinstance(texts, dict):
+        return list(texts)
+    raise InputError(f"expected a list of strings, got {type(texts).__name__}")
+
+
+class Encoder:
+    """A frozen sentence encoder: ``Encoder.load(path).embed(texts) -> float32 [n, d]``."""
+
+    def __init__(self, tokenizer: Tokenizer, backend: Backend, bundle: Bundle | None = None, *,
+                 artifact: str | None = None, precision: str | None = None):
+        self.tokenizer = tokenizer
+        self.backend = backend
+        self.bundle = bundle
+        self.artifact = artifact
+        self.precision = precision
+        self._local = threading.local()
+
+    # ------------------------------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, path: str | os.PathLike, backend: str = "auto", threads: int | None = None, *,
+             precision: str | None = None, device: str = "cpu", verify: bool = True) -> "Encoder":
+        """Load a bundle directory.
+
+        ``backend``: "auto" | "onnx" | "executorch" | "torch" (see the module docstring). ``threads``: CPU
+        threads of the runtime (None: the runtime's default). onnxruntime's is per session; ExecuTorch's and
+        torch's thread pools are process-wide. ``precision``: "int8" | "fp32" | None (int8 when present).
+        ``verify``: check the sha256 of the files used (config, tokenizer, the model file) against the
+        manifest. Raises ``BundleError`` for a missing/corrupt bundle or one without a model this backend
+        can run, ``BackendUnavailable`` when the runtime is not installed, ``InputError`` for bad arguments.
+        """
+        if not isinstance(backend, str) or backend.lower() not in BACKENDS + ("pte", "ort"):
+            raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        backend = {"pte": "executorch", "ort": "onnx"}.get(backend.lower(), backend.lower())
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise InputError(f"threads must be a positive integer or None, got {threads!r}")
+        if precision is not None and precision not in ("int8", "fp32"):
+            raise InputError(f"precision must be 'int8', 'fp32' or None, got {precision!r}")
+        if not isinstance(path, (str, os.PathLike)):
+            raise InputError(f"path must be a bundle directory (str or Path), got {type(path).__name__}")
+
+        bundle = Bundle.load(path, verify=False)  # layout, manifest, config; hashes below, for what we read
+        name, chosen, prec = cls._choose(bundle, backend, precision)
+        if verify:
+            _verify(bundle, (CONFIG, TOKENIZER, name))
+        arts = bundle.manifest.get("artifacts") or {}
+        meta = arts.get(name) if isinstance(arts.get(name), dict) else {}
+        try:
+            max_len = int(meta.get("max_len") or bundle.config["model"]["max_len"])
+        except (KeyError, TypeError, ValueError):
+            raise BundleError(f"{bundle.path}: config.json has no valid model.max_len") from None
+        try:
+            tokenizer = Tokenizer(bundle.file(TOKENIZER), max_len=max_len)
+        except InputError as e:
+            raise BundleError(f"{bundle.path}: {e}") from None
+        vocab = bundle.config["model"].get("vocab_size")
+        if isinstance(vocab, int) and tokenizer.vocab_size > vocab:
+            raise BundleError(f"{bundle.path}: tokenizer.model has {tokenizer.vocab_size} pieces but the model's "
+                              f"vocabulary is {vocab}: tokenizer and model do not belong together")
+
+        file = bundle.file(name)
+        if chosen == "onnx":
+            from .runtime.onnx_backend import OnnxBackend
+
+            be = OnnxBackend(file, threads=threads)
+        elif chosen == "executorch":
+            from .runtime.executorch_backend import ExecuTorchBackend
+
+            be = ExecuTorchBackend(file, threads=threads, max_batch=meta.get("max_batch"))
+        else:
+            import torch
+
+            from .runtime.torch_backend import TorchBackend
+
+            if threads:
+                torch.set_num_threads(threads)
+            be = TorchBackend.from_bundle(bundle, device=device)
+        dim = getattr(be, "dim", None)
+        expected = bundle.config.get("embedding_dim") or bundle.config["model"].get("d_model")
+        if isinstance(dim, int) and isinstance(expected, int) and dim != expected:
+            raise BundleError(f"{file}: outputs {dim}-d vectors but config.json says {expected}: "
+                              "the model file does not belong to this bundle")
+        return cls(tokenizer, be, bundle, artifact=name, precision=prec)
+
+    @staticmethod
+    def _choose(bundle: Bundle, backend: str, precision: str | None) -> tuple[str, str, str]:
+        """(file, backend, precision) to load, or a clear error."""
+        cands = [(b, f, p) for b, f, p in ARTIFACTS
+                 if (backend == "auto" or b == backend) and (precision is None or p == precision or b == "torch")]
+        present = [c for c in cands if bundle.has(c[1])]
+        if backend != "auto":
+            if not present:
+                if backend == "torch":
+                    raise BundleError(f"{bundle.path}: bundle has no {WEIGHTS}; the torch backend needs the "
+                                      "weights (use backend='onnx' or 'executorch' for exported models)")
+                files = " / ".join(f for _, f, _ in cands)
+                raise BundleError(f"{bundle.path}: bundle has no {backend} model ({files}); run "
+                                  f"{_EXPORT_HINT[backend].replace('BUNDLE', str(bundle.path))}")
+            if not _installed(backend):
+                raise BackendUnavailable(f"the {backend} backend needs a runtime that is not installed: "
+                                         f"{_INSTALL[backend]}")
+            return present[0][1], present[0][0], present[0][2]
+        for b, f, p in present:
+            if _installed(b):
+                return f, b, p
+        if not any(b != "torch" for b, _, _ in present):
+            if bundle.has(WEIGHTS):
+                raise BackendUnavailable(
+                    f"{bundle.path}: bundle has no exported model and torch is not installed; run "
+                    f"lwx-edge export {bundle.path} --int8 (on a machine with lwx-edge[export]), "
+                    "or install lwx-edge[train] for the torch backend")
+            raise BundleError(f"{bundle.path}: bundle has no exported model; run lwx-edge export "
+                              f"{bundle.path} --int8, or install lwx-edge[train] for the torch backend")
+        have = ", ".join(f for _, f, _ in present)
+        raise BackendUnavailable(f"{bundle.path}: no installed runtime can run this bundle's models ({have}): "
+                                 + "; ".join(f"{b}: {_INSTALL[b]}" for b in dict.fromkeys(b for b, _, _ in present)))
+
+    # ------------------------------------------------------------------------------------------ identity
+    @property
+    def dim(self) -> int | None:
+        if self.bundle is not None:
+            d = self.bundle.config.get("embedding_dim") or self.bundle.config["model"].get("d_model")
+            if isinstance(d, int):
+                return d
+        return getattr(self.backend, "dim", None)
+
+    @property
+    def max_len(self) -> int:
+        return self.tokenizer.max_len
+
+    @property
+    def backend_name(self) -> str:
+        return getattr(self.backend, "name", type(self.backend).__name__)
+
+    @property
+    def sha256(self) -> str | None:
+        """The encoder's identity: sha256 of its weights (model.safetensors), or of the model file in use
+        when the bundle ships without weights. Heads record it."""
+        return self.identity()["sha256"]
+
+    def identity(self) -> dict:
+        """What a classifier head records about the encoder it was fitted on (from the manifest)."""
+        if self.bundle is None:
+            return {"sha256": None, "tokenizer_sha256": self.tokenizer.sha256, "model_files": {},
+                    "embedding_dim": self.dim, "backend": self.backend_name}
+        files = self.bundle.manifest.get("files", {})
+        model_files = {n: files[n]["sha256"] for _, n, _ in ARTIFACTS if n in files}
+        primary = model_files.get(WEIGHTS) or model_files.get(self.artifact or "")
+        return {"sha256": primary, "tokenizer_sha256": files.get(TOKENIZER, {}).get("sha256"),
+                "model_files": model_files, "embedding_dim": self.dim, "backend": self.backend_name,
+                "artifact": self.artifact, "precision": self.precision, "bundle": str(self.bundle.path)}
+
+    def __repr__(self) -> str:
+        where = str(self.bundle.path) if self.bundle is not None else "?"
+        return (f"Encoder({where!r}, backend={self.backend_name!r}, artifact={self.artifact!r}, "
+                f"dim={self.dim}, max_len={self.max_len})")
+
+    # An encoder is immutable and thread-safe: copies (e.g. scikit-learn's clone) share it.
+    def __copy__(self) -> "Encoder":
+        return self
+
+    def __deepcopy__(self, memo) -> "Encoder":
+        return self
+
+    # ------------------------------------------------------------------------------------------ truncation
+    @property
+    def last_truncated(self) -> list[int]:
+        """Indices of the inputs of this thread's last ``embed`` call that were cut at ``max_len``."""
+        return list(getattr(self._local, "truncated", []))
+
+    @last_truncated.setter
+    def last_truncated(self, value: list[int]) -> None:
+        self._local.truncated = list(value)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Number of tokens of each text before truncation."""
+        return list(self.tokenizer.encode(_as_text_list(texts)).lengths_before)
+
+    def truncated(self, texts: Sequence[str]) -> list[int]:
+        """Indices of the texts that ``embed`` would cut at the model's max length (without embedding)."""
+        return list(self.tokenizer.encode(_as_text_list(texts)).truncated)
+
+    # ------------------------------------------------------------------------------------------ embedding
+    def embed(self, texts: Sequence[str], batch_size: int = 32, normalize: bool = True,
+              progress: bool = False, truncation: str = "warn") -> np.ndarray:
+        """Embed texts -> float32 [n, d] (L2-normalised unless ``normalize=False``), in input order.
+
+        Texts are sorted by length into batches of ``batch_size`` (less padding) and the order is restored.
+        Inputs longer than the model's max length keep their head; their indices are in
+        ``self.last_truncated`` and, with ``truncation="warn"`` (default), a ``TruncationWarning`` says so;
+        ``"ignore"`` only records them, ``"error"`` raises ``InputError`` instead of embedding.
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if truncation not in ("warn", "ignore", "error"):
+            raise InputError(f"truncation must be 'warn', 'ignore' or 'error', got {truncation!r}")
+        texts = _as_text_list(texts)
+        enc = self.tokenizer.encode(texts)
+        self.last_truncated = enc.truncated
+        if enc.truncated:
+            shown = ", ".join(str(i) for i in enc.truncated[:10]) + (" ..." if len(enc.truncated) > 10 else "")
+            msg = (f"{len(enc.truncated)} of {len(texts)} text(s) are longer than the model's max length "
+                   f"({self.max_len} tokens) and were truncated (indices {shown}; see Encoder.last_truncated)")
+            if truncation == "error":
+                raise InputError(msg.replace("were truncated", "would be truncated"))
+            if truncation == "warn":
+                warnings.warn(msg, TruncationWarning, stacklevel=2)
+        lengths = np.fromiter((len(x) for x in enc.ids), dtype=np.int64, count=len(enc.ids))
+        order = np.argsort(lengths, kind="stable")
+        out = None
+        starts = range(0, len(order), batch_size)
+        if progress:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="embed", unit="batch", leave=False)
+        for s in starts:
+            idx = order[s:s + batch_size]
+            ids, mask = Tokenizer.pad([enc.ids[i] for i in idx])
+            vecs = np.asarray(self.backend.run(ids, mask), dtype=np.float32)
+            if vecs.ndim != 2 or vecs.shape[0] != len(idx):
+                raise LwxError(f"the {self.backend_name} backend returned shape {vecs.shape} for "
+                               f"{len(idx)} inputs")
+            if out is None:
+                out = np.empty((len(enc.ids), vecs.shape[1]), dtype=np.float32)
+            out[idx] = vecs
+        if normalize:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _vectors(self, x, batch_size: int) -> tuple[np.ndarray, bool]:
+        """(2-d normalised vectors, was_single) for texts, one text, or precomputed vectors."""
+        if isinstance(x, str):
+            return self.embed([x], batch_size=batch_size), True
+        if isinstance(x, np.ndarray) and x.dtype.kind in "fiu":
+            return x, x.ndim == 1
+        items = _as_text_list(x)
+        if items and all(isinstance(t, str) for t in items):
+            return self.embed(items, batch_size=batch_size), False
+        if items and not isinstance(items[0], str):
+            arr = np.asarray(items)
+            if arr.dtype.kind in "fiu":
+                return arr, arr.ndim == 1
+        return self.embed(items, batch_size=batch_size), False  # raises the precise InputError
+
+    def similarity(self, a, b, batch_size: int = 32):
+        """Cosine similarity of texts (or vectors): two texts -> float; one text and a list -> [n];
+        two lists -> [n_a, n_b]."""
+        from .search import similarity
+
+        va, sa = self._vectors(a, batch_size)
+        vb, sb = self._vectors(b, batch_size)
+        s = similarity(va[0] if sa and va.ndim == 2 else va, vb[0] if sb and vb.ndim == 2 else vb)
+        return s
+
+    def search(self, queries, corpus, top_k: int = 10, batch_size: int = 32):
+        """Exact cosine search: for each query (text or vector) the ``top_k`` nearest corpus entries (texts
+        or precomputed vectors, e.g. ``embed(corpus)`` kept from before). Returns ``SearchResult(indices,
+        scores)``, arrays [n_queries, k] sorted best first (1-d for a single query)."""
+        from .search import search
+
+        q, single = self._vectors(queries, batch_size)
+        c, _ = self._vectors(corpus, batch_size)
+        return search(q[0] if single and q.ndim == 2 else q, c, top_k=top_k)

@@ -1,0 +1,86 @@
+"""Knowledge-distillation losses (METHOD.md §5; not in [P]).
+
+Standard recipe of Reimers & Gurevych 2020 with a training-only projection g (METHOD §5 (i)), the proposed
+RMS-1 teacher targets, and the relational variant (iii).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import InputError
+from .alignment import _check_matrix, _check_pair, _fp32, _shape
+
+
+def _check_teacher(teacher, n: int, name_pred: str, pred_shape, same_dim: bool) -> None:
+    _check_matrix("teacher", teacher)
+    if teacher.shape[0] != n or (same_dim and teacher.shape[1] != pred_shape[1]):
+        want = "[n, d_T] matching" if same_dim else "[n, d_T] with the n of"
+        raise InputError(f"teacher must be {want} {name_pred}; got teacher {_shape(teacher)} and "
+                         f"{name_pred} {list(pred_shape)}")
+
+
+def teacher_targets(teacher: torch.Tensor) -> torch.Tensor:
+    """t̃_i = √d_T · T_i / ‖T_i‖₂ (row-wise, fp32), so every row has RMS 1 and the KD loss is O(1)
+    (METHOD §5, "Proposed KD loss"). A teacher row of norm 0 is an error (it has no direction)."""
+    _check_matrix("teacher", teacher)
+    with _fp32(teacher):
+        t = teacher.float()
+        norm = torch.linalg.vector_norm(t, dim=1, keepdim=True)
+        if bool((norm == 0).any() | ~torch.isfinite(norm).all()):
+            rows = torch.nonzero(~(torch.isfinite(norm) & (norm > 0)).flatten()).flatten().tolist()
+            raise InputError(f"teacher {_shape(teacher)} has rows with zero or non-finite norm at rows "
+                             f"{rows[:10]}")
+        return t * (math.sqrt(t.shape[1]) / norm)
+
+
+def mono_distillation_loss(pred: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Single-side KD: L = mean_{i,k} (g(x_i) − t̃_i)_k², t̃ = :func:`teacher_targets` (METHOD §5).
+
+    Args:
+        pred: projected student vectors g(x) [n, d_T]. teacher: raw teacher vectors [n, d_T], any dtype.
+    """
+    _check_matrix("pred", pred)
+    _check_teacher(teacher, pred.shape[0], "pred", pred.shape, same_dim=True)
+    target = teacher_targets(teacher).to(pred.device)
+    with _fp32(pred):
+        return (pred.float() - target).pow(2).mean()
+
+
+def distillation_loss(pred_a: torch.Tensor, pred_b: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Parallel-pair KD, scheme (a) of METHOD §5 (both sides regress to the *source* teacher vector):
+
+        L_KD = mean_{i,k} (g(u_i) − t̃_i)_k² + mean_{i,k} (g(v_i) − t̃_i)_k²,   t̃_i = √d_T · T_i/‖T_i‖
+
+    Args:
+        pred_a, pred_b: projected student vectors g(u), g(v) [n, d_T].
+        teacher: raw teacher vectors of the source sentences [n, d_T], any dtype.
+    """
+    _check_pair(pred_a, pred_b, names=("pred_a", "pred_b"))
+    _check_teacher(teacher, pred_a.shape[0], "pred_a", pred_a.shape, same_dim=True)
+    target = teacher_targets(teacher).to(pred_a.device)
+    with _fp32(pred_a):
+        return (pred_a.float() - target).pow(2).mean() + (pred_b.float() - target).pow(2).mean()
+
+
+def relational_loss(u: torch.Tensor, v: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Relational KD, METHOD §5 (iii); needs no dimension match between student and teacher:
+
+        C_t = cos(t_i, t_j),  C_uu = cos(u_i, u_j),  C_vv = cos(v_i, v_j),  C_uv = cos(u_i, v_j)
+        L_rel = (1/n²) Σ_ij (C_uu − C_t)² + (1/n²) Σ_ij (C_vv − C_t)² + (1/n²) Σ_ij (C_uv − C_t)²
+
+    The cross block's diagonal asks cos(u_i, v_i) = 1. Zero vectors get cosine 0 (normalised with ε=1e-12).
+
+    Args:
+        u, v: student sentence vectors [n, d]. teacher: teacher vectors of the source sentences [n, d_T].
+    """
+    _check_pair(u, v)
+    _check_teacher(teacher, u.shape[0], "u", u.shape, same_dim=False)
+    with _fp32(u):
+        nu, nv = F.normalize(u.float(), dim=1), F.normalize(v.float(), dim=1)
+        nt = F.normalize(teacher.float(), dim=1).to(nu.device)
+        c_t = nt @ nt.t()
+        return ((nu @ nu.t() - c_t).pow(2).mean() + (nv @ nv.t() - c_t).pow(2).mean()
+                + (nu @ nv.t() - c_t).pow(2).mean())

@@ -1,0 +1,145 @@
+"""The shared 2-layer dual-transformer sentence encoder (Mao et al. 2021, METHOD.md §1).
+
+One encoder is applied to both sides of a pair. It is written for export: hand-written attention with
+an additive mask folded into the bmm batch dimension, ``nn.LayerNorm``, and masked mean pooling via
+``bmm`` (no ``unsqueeze(-1)`` on a [B, T] tensor, no data-dependent Python control flow in forward).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class ModelConfig:
+    """Architecture. Defaults are the paper's (Table 1, [R] config.py) except the vocabulary size,
+    which is chosen for on-device size (one shared 16k vocabulary for five languages)."""
+
+    vocab_size: int = 16000
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 1024
+    n_layers: int = 2
+    max_len: int = 200
+    dropout: float = 0.1
+    layer_norm_eps: float = 1e-12
+    pad_id: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown model config keys: {sorted(unknown)}")
+        return cls(**d)
+
+
+class EncoderBlock(nn.Module):
+    """Post-LN transformer block: x -> LN(x + Attn(x)) -> LN(x + W2·silu(W1·x))."""
+
+    def __init__(self, c: ModelConfig):
+        super().__init__()
+        self.n_heads, self.d_head, self.d_model = c.n_heads, c.d_model // c.n_heads, c.d_model
+        self.q = nn.Linear(c.d_model, c.d_model)
+        self.k = nn.Linear(c.d_model, c.d_model)
+        self.v = nn.Linear(c.d_model, c.d_model)
+        self.out = nn.Linear(c.d_model, c.d_model)
+        self.ln1 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
+        self.fc1 = nn.Linear(c.d_model, c.d_ff)
+        self.fc2 = nn.Linear(c.d_ff, c.d_model)
+        self.ln2 = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
+        self.drop = nn.Dropout(c.dropout)
+        self.attn_drop = nn.Dropout(c.dropout)
+        self.scale = 1.0 / math.sqrt(self.d_head)
+
+    def _split_heads(self, t: torch.Tensor, batch: int) -> torch.Tensor:
+        # [B, T, D] -> [B*H, T, Dh]
+        t = t.view(batch, -1, self.n_heads, self.d_head).permute(0, 2, 1, 3)
+        return t.contiguous().view(batch * self.n_heads, -1, self.d_head)
+
+    def forward(self, x: torch.Tensor, attn_bias: torch.Tensor) -> torch.Tensor:
+        batch = x.shape[0]
+        q = self._split_heads(self.q(x) * self.scale, batch)
+        k = self._split_heads(self.k(x), batch)
+        v = self._split_heads(self.v(x), batch)
+        probs = torch.softmax(torch.bmm(q, k.transpose(1, 2)) + attn_bias, dim=-1)
+        a = torch.bmm(self.attn_drop(probs), v)
+        a = a.view(batch, self.n_heads, -1, self.d_head).permute(0, 2, 1, 3).contiguous()
+        x = self.ln1(x + self.drop(self.out(a.view(batch, -1, self.d_model))))
+        return self.ln2(x + self.drop(self.fc2(self.drop(F.silu(self.fc1(x))))))
+
+
+class SentenceEncoder(nn.Module):
+    """Token ids [B, T] + attention mask [B, T] (1 = token, 0 = pad) -> sentence vectors u [B, d].
+
+    Learned positions, LN(tok + pos) -> dropout, N post-LN blocks, masked mean pooling.
+    This module is what gets exported; the generative head below is training-only.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.tok = nn.Embedding(config.vocab_size, config.d_model)
+        self.pos = nn.Embedding(config.max_len, config.d_model)
+        self.emb_ln = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.emb_drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.n_layers))
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        batch, length = input_ids.shape
+        mask = attention_mask.to(torch.float32)
+        x = self.emb_drop(self.emb_ln(self.tok(input_ids) + self.pos.weight[:length]))
+        # additive key-padding bias, one row per (batch, head): [B*H, 1, T]
+        bias = ((mask - 1.0) * 1e6).view(batch, 1, 1, length)
+        bias = bias.expand(batch, self.config.n_heads, 1, length).reshape(-1, 1, length)
+        for block in self.blocks:
+            x = block(x, bias)
+        summed = torch.bmm(mask.view(batch, 1, length), x).view(batch, -1)
+        return summed / mask.sum(1, keepdim=True).clamp(min=1.0)
+
+
+class GenerativeHead(nn.Module):
+    """Training-only head of the unified generative task: z = LN(silu(W·u + b)); logits = z·Eᵀ + b_out,
+    with E the encoder's (tied) token table (METHOD.md §1, [R] BertPredictionHeadTransform)."""
+
+    def __init__(self, config: ModelConfig, token_table: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(config.d_model, config.d_model)
+        self.ln = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.token_table = token_table
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        z = self.ln(F.silu(self.dense(u)))
+        return F.linear(z, self.token_table.weight, self.bias)
+
+
+class DualEncoderModel(nn.Module):
+    """Everything that trains: the shared encoder, the generative head and (optionally) the
+    distillation projection g: d -> d_teacher (METHOD.md §5 (i)). Only ``encoder`` is exported."""
+
+    def __init__(self, config: ModelConfig, teacher_dim: int | None = None):
+        super().__init__()
+        self.config = config
+        self.encoder = SentenceEncoder(config)
+        self.generative_head = GenerativeHead(config, self.encoder.tok)
+        self.distill_proj = nn.Linear(config.d_model, teacher_dim) if teacher_dim else None
+
+    def forward(self, ids_a: torch.Tensor, mask_a: torch.Tensor, ids_b: torch.Tensor, mask_b: torch.Tensor,
+                mono_ids: torch.Tensor | None = None, mono_mask: torch.Tensor | None = None) -> dict:
+        """One training forward pass: sentence vectors of both sides, the generative logits from each
+        pooled vector, and (with a teacher) the projections g(u), g(v) and g(mono)."""
+        u, v = self.encoder(ids_a, mask_a), self.encoder(ids_b, mask_b)
+        out = {"u": u, "v": v, "logits_a": self.generative_head(u), "logits_b": self.generative_head(v)}
+        if self.distill_proj is not None:
+            out["proj_a"], out["proj_b"] = self.distill_proj(u), self.distill_proj(v)
+            if mono_ids is not None:
+                out["proj_mono"] = self.distill_proj(self.encoder(mono_ids, mono_mask))
+        return out

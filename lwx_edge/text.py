@@ -1,0 +1,22 @@
+"""Text normalisation shared by the corpus, the tokenizer and the runtime (torch-free)."""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+LANGUAGES = ("en", "fr", "de", "es", "it")
+
+_TYPOGRAPHIC = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"', "\u00bb": '"',
+    "\u2039": "'", "\u203a": "'", "\u2013": "-", "\u2014": "-", "\u2212": "-", "\u2026": "...",
+    "\u00a0": " ", "\u202f": " ", "\u2009": " ", "\u22c5": " ", "\u2010": "-", "\u2011": "-",
+})
+_SPACES = re.compile(r"\s+")
+
+
+def normalize(text: str, lower: bool = True) -> str:
+    """NFKC, typographic quotes and dashes to ASCII, collapsed whitespace, lowercase (METHOD.md §2)."""
+    text = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHIC)
+    text = _SPACES.sub(" ", text).strip()
+    return text.lower() if lower else text

@@ -1,0 +1,481 @@
+"""The training loop: config dataclass with the paper's defaults, single process or torchrun DDP.
+
+    lwx-edge train --corpus data/corpus/ddtp/train.en-fr.tsv ... --out runs/demo
+
+Objective (METHOD.md §3, §5): L = w_gen·L_gen + w_align·L_align + w_sim·L_sim + w_kd·L_KD
++ w_mono·L_KD(mono) [+ w_distance·L_cT-LASER + w_ranking·L_rank]. Every weight can be 0 (ablations).
+
+DDP and in-batch negatives: ``batch_size`` is the *global* batch. Every rank cuts its contiguous slice
+of the same global batch, all-gathers u and v with autograd (``torch.distributed.nn``) and computes the
+batch-level losses (align, sim, distance, ranking) over the whole global batch, so their negatives are
+exactly those of a single process. Per-pair losses (generative, distillation) are means over the local
+slice; DDP's gradient averaging turns both into the single-process gradient.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from tqdm.auto import tqdm
+
+from . import losses as L
+from .bundle import write_json_atomic
+from .checkpoint import load_checkpoint, save_bundle, save_checkpoint
+from .data.batches import MonoBatcher, PairBatcher, slice_rows, tokenize_pairs
+from .errors import LwxError
+from .model import DualEncoderModel, ModelConfig
+from .tokenizer import Tokenizer, train_tokenizer
+
+KILL_ENV = "LWX_EDGE_KILL_AFTER_STEP"  # test hook: SIGKILL this process after that step
+
+
+@dataclass
+class LossWeights:
+    """Weights of the objective; the paper's (1, 2, 2) plus distillation (METHOD.md §3.5, §5)."""
+
+    gen: float = 1.0
+    align: float = 2.0
+    sim: float = 2.0
+    kd: float = 1.0
+    mono: float = 1.0
+    distance: float = 0.0
+    ranking: float = 0.0
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run needs. Defaults follow [R] (METHOD.md §4): batch 128, Adam(amsgrad) lr 1e-3
+    with L2 1e-5, linear warm-up over 1,999 steps, ×0.1 from epoch 3, no clipping."""
+
+    corpus: list[str] = field(default_factory=list)       # parallel files *.en-xx.tsv[.gz]
+    mono: list[str] = field(default_factory=list)         # monolingual files train.{lang}.txt
+    dev_pairs: list[str] = field(default_factory=list)    # parallel files for the dev loss
+    dev_docs: str | None = None                           # DDTP {split}.docs.jsonl for retrieval P@1
+    out_dir: str = "runs/lwx"
+    tokenizer: str | None = None                          # reuse a SentencePiece model; else train one
+    vocab_size: int = 16000
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train_max_len: int = 200                              # tokens per side while training
+    batch_size: int = 128                                 # global batch (all ranks)
+    mono_batch_size: int = 64
+    mono_max_per_lang: int | None = None                  # seeded sample of each monolingual file (None: all)
+    bucket: int = 50                                      # sort runs of this many batches by length (0 = off)
+    lr: float = 1e-3
+    weight_decay: float = 1e-5
+    warmup_steps: int = 1999
+    decay_epoch: int = 3
+    decay_factor: float = 0.1
+    epochs: int = 12
+    max_steps: int | None = None
+    max_time: float | None = None                         # seconds of training (resumes included)
+    gen_mode: str = "ugt"                                 # ugt | xtr | smlm
+    weights: LossWeights = field(default_factory=LossWeights)
+    teacher: str = "use"                                  # use | none
+    teacher_cache: str = "data/teacher-cache"
+    dev_holdout: int = 1000                               # pairs held out for the dev loss if no dev_pairs
+    dev_max_pairs: int = 2000                             # per language, retrieval during training
+    eval_every: int = 500
+    save_every: int = 500
+    log_every: int = 10
+    seed: int = 0
+    device: str = "auto"                                  # auto | cpu | cuda
+    compile: bool = False
+    threads: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        d = dict(d)
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise LwxError(f"unknown training config keys: {sorted(unknown)}")
+        if isinstance(d.get("model"), dict):
+            d["model"] = ModelConfig.from_dict(d["model"])
+        if isinstance(d.get("weights"), dict):
+            d["weights"] = LossWeights(**d["weights"])
+        return cls(**d)
+
+    def set(self, key: str, value: str) -> None:
+        """Override one field from a ``key=value`` string, e.g. ``weights.sim=0`` or ``model.n_layers=1``."""
+        obj, name = self, key
+        if "." in key:
+            head, name = key.split(".", 1)
+            obj = getattr(self, head, None)
+            if obj is None or not hasattr(obj, "__dataclass_fields__"):
+                raise LwxError(f"unknown config section {head!r} in {key!r}")
+        if name not in {f.name for f in fields(obj)}:
+            raise LwxError(f"unknown config key {key!r}")
+        current = getattr(obj, name)
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        if isinstance(current, float) and isinstance(parsed, int):
+            parsed = float(parsed)
+        setattr(obj, name, parsed)
+
+
+def lr_at(cfg: TrainConfig, step: int, epoch: int) -> float:
+    """lr(t, e) = lr · decay^[e ≥ decay_epoch] · min(1, (t+1)/warmup)  (METHOD.md §4)."""
+    decay = cfg.decay_factor if epoch >= cfg.decay_epoch else 1.0
+    return cfg.lr * decay * min(1.0, (step + 1) / max(1, cfg.warmup_steps))
+
+
+# ---- setup helpers -----------------------------------------------------------------------------------
+
+def _dist_info() -> tuple[int, int, int]:
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0))
+    return 0, 1, 0
+
+
+def _device(cfg: TrainConfig, local_rank: int) -> torch.device:
+    if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise LwxError("--device cuda was asked for but no CUDA device is available")
+        return torch.device("cuda", local_rank)
+    return torch.device("cpu")
+
+
+def expand(paths: list[str], pattern: str) -> list[str]:
+    """Files as given; a directory stands for its files matching ``pattern`` (sorted)."""
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(p.glob(pattern))
+            if not found:
+                raise LwxError(f"{p}: no {pattern} files in this directory")
+            out.extend(str(f) for f in found)
+        else:
+            out.append(str(p))
+    return out
+
+
+def _read_pairs(paths: list[str], log, pattern: str = "train.*.tsv*") -> list:
+    from .data.corpus import CorpusStats, PairFilter, filter_pairs, read_parallel
+
+    stats, pairs = CorpusStats(), []
+    for p in expand(paths, pattern):
+        pairs.extend(filter_pairs(read_parallel(p, stats=stats), PairFilter(), stats=stats))
+    log(f"corpus: {stats.report()}")
+    return pairs
+
+
+def _read_mono(paths: list[str], max_per_file: int | None = None, seed: int = 0) -> list[str]:
+    """Lines of the monolingual files; with ``max_per_file``, a seeded sample of that many from each
+    (in file order), which bounds the teacher-caching time."""
+    from .data.mono import read_mono
+
+    out = []
+    for p in expand(paths, "train.*.txt"):
+        lines = list(read_mono(p))
+        if max_per_file is not None and len(lines) > max_per_file:
+            keep = np.random.default_rng(seed).choice(len(lines), max_per_file, replace=False)
+            lines = [lines[i] for i in np.sort(keep)]
+        out.extend(lines)
+    return out
+
+
+class _Log:
+    """Rank-0 printing and a JSONL metrics log."""
+
+    def __init__(self, out_dir: Path, enabled: bool):
+        self.enabled = enabled
+        self.path = out_dir / "metrics.jsonl"
+
+    def __call__(self, msg: str) -> None:
+        if self.enabled:
+            tqdm.write(msg)
+
+    def metrics(self, record: dict) -> None:
+        if self.enabled:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
+
+# ---- the step ---------------------------------------------------------------------------------------
+
+def compute_losses(out: dict, batch: dict, cfg: TrainConfig, world: int) -> dict[str, torch.Tensor]:
+    """All enabled loss terms for one (local) batch; batch-level terms see the global batch."""
+    w = cfg.weights
+    terms: dict[str, torch.Tensor] = {}
+    if w.gen:
+        terms["gen"] = L.generative_loss(out["logits_a"], out["logits_b"], batch["ids_a"], batch["ids_b"],
+                                         batch["masked_side"], batch["masked_token"], mode=cfg.gen_mode)
+    u, v = out["u"].float(), out["v"].float()
+    if world > 1 and (w.align or w.sim or w.distance or w.ranking):
+        from torch.distributed.nn.functional import all_gather
+
+        u, v = torch.cat(all_gather(u)), torch.cat(all_gather(v))
+    if w.align:
+        terms["align"] = L.alignment_loss(u, v)
+    if w.sim:
+        terms["sim"] = L.similarity_loss(u, v)
+    if w.distance:
+        terms["distance"] = L.distance_constraint_loss(u, v)
+    if w.ranking:
+        terms["ranking"] = L.ranking_loss(u, v)
+    if w.kd and "proj_a" in out and "teacher" in batch:
+        terms["kd"] = L.distillation_loss(out["proj_a"], out["proj_b"], batch["teacher"])
+    if w.mono and "proj_mono" in out:
+        terms["mono"] = L.mono_distillation_loss(out["proj_mono"], batch["mono_teacher"])
+    return terms
+
+
+def total_loss(terms: dict[str, torch.Tensor], weights: LossWeights) -> torch.Tensor:
+    return sum(getattr(weights, k) * v for k, v in terms.items())
+
+
+def _to_device(batch: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: torch.from_numpy(v).to(device, non_blocking=True) for k, v in batch.items() if k != "index"}
+
+
+# ---- the trainer ------------------------------------------------------------------------------------
+
+class Trainer:
+    """Builds tokenizer, data, teacher targets and model from a TrainConfig, then trains."""
+
+    def __init__(self, cfg: TrainConfig, resume: bool = False):
+        self.cfg = cfg
+        self.rank, self.world, local_rank = _dist_info()
+        if self.world > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if torch.cuda.is_available() and cfg.device != "cpu" else "gloo")
+        self.device = _device(cfg, local_rank)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.out = Path(cfg.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.log = _Log(self.out, self.rank == 0)
+        if cfg.batch_size % self.world:
+            raise LwxError(f"batch size {cfg.batch_size} is not divisible by the world size {self.world}")
+        if not cfg.corpus:
+            raise LwxError("no training corpus given (--corpus FILE, a *.en-xx.tsv file)")
+        use_teacher = cfg.teacher != "none" and (cfg.weights.kd or cfg.weights.mono)
+        if cfg.teacher not in ("use", "none"):
+            raise LwxError(f"unknown teacher {cfg.teacher!r} (use 'use' or 'none')")
+        torch.manual_seed(cfg.seed)
+
+        pairs = _read_pairs(cfg.corpus, self.log)
+        mono_texts = _read_mono(cfg.mono, cfg.mono_max_per_lang, cfg.seed) if (cfg.mono and use_teacher and cfg.weights.mono) else []
+        self.tokenizer_path = self._tokenizer(pairs, mono_texts)
+        self.tokenizer = Tokenizer(self.tokenizer_path, max_len=cfg.model.max_len)
+        cfg.model.vocab_size = self.tokenizer.vocab_size
+        maskable = self.tokenizer.is_maskable()
+
+        data = tokenize_pairs(pairs, self.tokenizer, cfg.train_max_len)
+        dev_pairs = _read_pairs(cfg.dev_pairs, self.log, "dev.*.tsv*") if cfg.dev_pairs else []
+        if not dev_pairs:  # hold out pairs from train, as the paper does
+            rng = np.random.default_rng(cfg.seed)
+            hold = set(rng.choice(len(pairs), size=min(cfg.dev_holdout, len(pairs) // 10), replace=False).tolist())
+            dev_pairs = [p for i, p in enumerate(pairs) if i in hold]
+            data = tokenize_pairs([p for i, p in enumerate(pairs) if i not in hold], self.tokenizer,
+                                  cfg.train_max_len)
+        dev = tokenize_pairs(dev_pairs[:cfg.dev_holdout], self.tokenizer, cfg.train_max_len)
+        self.log(f"data: {len(data):,} training pairs ({data.dropped} without a maskable token dropped), "
+                 f"{len(dev):,} dev pairs, {len(mono_texts):,} monolingual sentences")
+
+        teacher_vecs = mono_vecs = None
+        teacher_dim = None
+        if use_teacher:
+            teacher_vecs, mono_vecs, teacher_dim = self._teacher_vectors(data.src_text, mono_texts)
+        self.batcher = PairBatcher(data, cfg.batch_size, maskable, cfg.seed, teacher_vecs, cfg.bucket)
+        self.dev_batcher = (PairBatcher(dev, min(cfg.batch_size, len(dev)), maskable, cfg.seed + 1)
+                            if len(dev) >= 2 else None)
+        self.mono = None
+        if mono_vecs is not None and len(mono_texts):
+            ids = [np.asarray(x[:cfg.train_max_len], np.int32) for x in self.tokenizer.encode(mono_texts).ids]
+            self.mono = MonoBatcher(ids, mono_vecs, cfg.mono_batch_size, cfg.seed, cfg.bucket)
+
+        self.model = DualEncoderModel(cfg.model, teacher_dim).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                          amsgrad=True)
+        self.step, self.elapsed, self.best = 0, 0.0, -math.inf
+        if resume and (self.out / "checkpoint").exists():
+            meta = load_checkpoint(self.out / "checkpoint", self.model, self.optimizer)
+            self.step, self.elapsed, self.best = meta["step"], meta["elapsed"], meta["best"]
+            self.log(f"resumed from {self.out / 'checkpoint'} at step {self.step}")
+        self.ddp = self.model
+        if self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            unused = not all([cfg.weights.gen, cfg.weights.kd or not teacher_dim])
+            self.ddp = DDP(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                           find_unused_parameters=unused)
+        self.forward = torch.compile(self.ddp) if cfg.compile else self.ddp
+        self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if self.device.type == "cuda"
+                         else torch.autocast("cpu", enabled=False))
+
+    # -- setup pieces --
+    def _barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier()
+
+    def _tokenizer(self, pairs, mono_texts) -> Path:
+        if self.cfg.tokenizer:
+            return Path(self.cfg.tokenizer)
+        path = self.out / "tokenizer.model"
+        if self.rank == 0 and not path.exists():
+            self.log(f"training a {self.cfg.vocab_size}-piece SentencePiece BPE model -> {path}")
+            texts = [t for p in pairs for t in (p.src, p.tgt)] + mono_texts
+            train_tokenizer(texts, path, vocab_size=self.cfg.vocab_size, seed=self.cfg.seed, progress=False)
+        self._barrier()
+        return path
+
+    def _teacher_vectors(self, src_texts, mono_texts):
+        from .data.teacher import TeacherCache, USETeacher
+
+        cache = TeacherCache(self.cfg.teacher_cache, USETeacher())
+        if self.rank == 0:  # compute once; other ranks then read the cache
+            cache.vectors(src_texts + mono_texts, progress=True)
+        self._barrier()
+        if self.rank:
+            cache = TeacherCache(self.cfg.teacher_cache, USETeacher())
+        vec = cache.vectors(src_texts, progress=False)
+        mono = cache.vectors(mono_texts, progress=False) if mono_texts else None
+        return vec, mono, vec.shape[1]
+
+    # -- training --
+    def _global_batch(self, step: int) -> dict[str, np.ndarray]:
+        epoch, i = divmod(step, self.batcher.steps_per_epoch)
+        batch = self.batcher.batch(epoch, i)
+        if self.mono is not None:
+            m = self.mono.batch(step)
+            batch.update(mono_ids=m["ids"], mono_mask=m["mask"], mono_teacher=m["teacher"])
+        return batch
+
+    def train_step(self, step: int) -> dict[str, float]:
+        epoch = step // self.batcher.steps_per_epoch
+        lr = lr_at(self.cfg, step, epoch)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        g_batch = self._global_batch(step)
+        batch = _to_device(slice_rows(g_batch, self.rank, self.world) if self.world > 1 else g_batch,
+                           self.device)
+        self.model.train()
+        with self.autocast:
+            out = self.forward(batch["ids_a"], batch["mask_a"], batch["ids_b"], batch["mask_b"],
+                               batch.get("mono_ids"), batch.get("mono_mask"))
+        terms = compute_losses(out, batch, self.cfg, self.world)
+        loss = total_loss(terms, self.cfg.weights)
+        if not torch.isfinite(loss):
+            raise LwxError(f"loss became {loss.item()} at step {step}; lower --lr or check the data")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        rec = {k: float(v.detach()) for k, v in terms.items()}
+        rec.update(loss=float(loss.detach()), lr=lr, epoch=epoch)
+        return rec
+
+    @torch.no_grad()
+    def validate(self, full: bool = False) -> dict[str, float]:
+        """Dev loss (seeded masks, eval mode) and DDTP retrieval P@1 on short descriptions."""
+        from .encoder import Encoder
+        from .evaluate import retrieval
+        from .runtime.torch_backend import TorchBackend
+
+        self.model.eval()
+        rec: dict[str, float] = {}
+        if self.dev_batcher is not None:
+            sums: dict[str, float] = {}
+            n = max(1, min(8, self.dev_batcher.steps_per_epoch))
+            for i in range(n):
+                batch = _to_device(self.dev_batcher.batch(0, i), self.device)
+                with self.autocast:
+                    out = self.model(batch["ids_a"], batch["mask_a"], batch["ids_b"], batch["mask_b"])
+                terms = compute_losses(out, batch, self.cfg, 1)
+                for k, v in terms.items():
+                    sums[f"dev/{k}"] = sums.get(f"dev/{k}", 0.0) + float(v) / n
+            rec.update(sums)
+            rec["dev/loss"] = sum(getattr(self.cfg.weights, k[4:]) * v for k, v in sums.items())
+        if self.cfg.dev_docs:
+            enc = Encoder(self.tokenizer, TorchBackend(self.model.encoder, self.device))
+            scores = retrieval(lambda t: enc.embed(t, batch_size=128), self.cfg.dev_docs,
+                               max_pairs=None if full else self.cfg.dev_max_pairs)
+            rec.update({f"dev/p@1/{k}": v for k, v in scores.items()})
+        self.model.train()
+        return rec
+
+    def _score(self, rec: dict) -> float:
+        return rec.get("dev/p@1/avg", -rec.get("dev/loss", 0.0))
+
+    def _save(self, final: bool = False) -> None:
+        if self.rank != 0:
+            return
+        meta = {"step": self.step, "elapsed": self.elapsed, "best": self.best, "config": self.cfg.to_dict()}
+        save_checkpoint(self.out / "checkpoint", self.model, self.optimizer, meta)
+        if final:
+            save_bundle(self.model.encoder, self.tokenizer_path, self.out / "bundle", self._info())
+
+    def _info(self) -> dict:
+        return {"step": self.step, "elapsed_s": round(self.elapsed, 1), "device": str(self.device),
+                "world_size": self.world, "torch": torch.__version__, "config": self.cfg.to_dict()}
+
+    def _max_steps(self) -> int:
+        steps = self.cfg.epochs * self.batcher.steps_per_epoch
+        return min(steps, self.cfg.max_steps) if self.cfg.max_steps else steps
+
+    def fit(self) -> dict:
+        cfg, total = self.cfg, self._max_steps()
+        kill_at = int(os.environ.get(KILL_ENV, "-1"))
+        self.log(f"training: {total:,} steps at global batch {cfg.batch_size} on {self.device} "
+                 f"(world {self.world}), {sum(p.numel() for p in self.model.parameters()) / 1e6:.2f}M params")
+        bar = tqdm(total=total, initial=self.step, disable=self.rank != 0, unit="step", dynamic_ncols=True)
+        last, t_window, pairs_window = {}, time.perf_counter(), 0
+        while self.step < total and not (cfg.max_time and self.elapsed >= cfg.max_time):
+            t0 = time.perf_counter()
+            rec = self.train_step(self.step)
+            self.step += 1
+            self.elapsed += time.perf_counter() - t0
+            pairs_window += cfg.batch_size
+            bar.update(1)
+            if self.step % cfg.log_every == 0 or self.step == total:
+                now = time.perf_counter()
+                rec.update(step=self.step, pairs_per_s=pairs_window / max(now - t_window, 1e-9),
+                           elapsed_s=round(self.elapsed, 2))
+                t_window, pairs_window = now, 0
+                self.log.metrics(rec)
+                bar.set_postfix(loss=f"{rec['loss']:.3f}", pps=f"{rec['pairs_per_s']:.0f}")
+            if cfg.eval_every and self.step % cfg.eval_every == 0:
+                last = self._evaluate()
+            if cfg.save_every and self.step % cfg.save_every == 0:
+                self._save()
+            if self.step == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+        bar.close()
+        last = self._evaluate(full=True)  # the whole dev pool, not the per-language cap
+        self._save(final=True)
+        if self.rank == 0:
+            write_json_atomic(self.out / "final_metrics.json", last)
+        return last
+
+    def _evaluate(self, full: bool = False) -> dict:
+        rec = self.validate(full) if self.rank == 0 else {}
+        rec["step"] = self.step
+        if self.rank == 0:
+            self.log.metrics(rec)
+            shown = " ".join(f"{k[4:]}={v:.4f}" for k, v in rec.items() if k.startswith("dev/"))
+            self.log(f"step {self.step}: {shown}")
+            if not full and self._score(rec) > self.best:  # compare like with like (capped pools)
+                self.best = self._score(rec)
+                save_bundle(self.model.encoder, self.tokenizer_path, self.out / "best", self._info())
+        return rec
+
+
+def train(cfg: TrainConfig, resume: bool = False) -> dict:
+    trainer = Trainer(cfg, resume=resume)
+    try:
+        return trainer.fit()
+    finally:
+        if trainer.world > 1 and dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,55 @@
+"""Shared fixtures: a tiny, learnable synthetic en-fr/en-de corpus and a SentencePiece model for it."""
+import json
+import os
+import random
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+WORDS = {  # en: (fr, de)
+    "cat": ("chat", "katze"), "dog": ("chien", "hund"), "house": ("maison", "haus"),
+    "green": ("vert", "grün"), "red": ("rouge", "rot"), "big": ("grand", "groß"), "small": ("petit", "klein"),
+    "tree": ("arbre", "baum"), "water": ("eau", "wasser"), "book": ("livre", "buch"),
+    "car": ("voiture", "auto"), "city": ("ville", "stadt"), "sun": ("soleil", "sonne"),
+    "night": ("nuit", "nacht"), "music": ("musique", "musik"), "game": ("jeu", "spiel"),
+    "editor": ("éditeur", "editor"), "file": ("fichier", "datei"), "network": ("réseau", "netz"),
+    "mail": ("courrier", "post"), "sound": ("son", "klang"), "image": ("image", "bild"),
+    "text": ("texte", "text"), "library": ("bibliothèque", "bibliothek"), "server": ("serveur", "server"),
+    "fast": ("rapide", "schnell"), "simple": ("simple", "einfach"), "old": ("vieux", "alt"),
+    "new": ("nouveau", "neu"), "free": ("libre", "frei"),
+}
+
+
+def make_pairs(n, seed, lang_idx):
+    rng = random.Random(seed)
+    keys = sorted(WORDS)
+    pairs = []
+    for _ in range(n):
+        words = rng.sample(keys, rng.randint(3, 7))
+        en = " ".join(words)
+        xx = " ".join(WORDS[w][lang_idx] for w in words)
+        pairs.append((en.capitalize() + ".", xx.capitalize() + "."))
+    return pairs
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus(tmp_path_factory):
+    """{train_fr, train_de, dev_docs, tokenizer} paths of a tiny synthetic corpus."""
+    from lwx_edge.tokenizer import train_tokenizer
+
+    root = tmp_path_factory.mktemp("corpus")
+    paths = {}
+    for lang, idx in (("fr", 0), ("de", 1)):
+        p = root / f"train.en-{lang}.tsv"
+        p.write_text("".join(f"{a}\t{b}\n" for a, b in make_pairs(400, idx, idx)), encoding="utf-8")
+        paths[f"train_{lang}"] = p
+    docs = root / "dev.docs.jsonl"
+    with open(docs, "w", encoding="utf-8") as f:
+        for (en, fr), (_, de) in zip(make_pairs(60, 100, 0), make_pairs(60, 100, 1)):
+            f.write(json.dumps({"md5": en, "section": "misc", "short": {"en": en, "fr": fr, "de": de}}) + "\n")
+    paths["dev_docs"] = docs
+    texts = [t for lang in ("fr", "de") for line in paths[f"train_{lang}"].read_text().splitlines()
+             for t in line.split("\t")]
+    paths["tokenizer"] = train_tokenizer(texts, root / "tok.model", vocab_size=160, progress=False)
+    return paths

@@ -1,0 +1,82 @@
+"""Training batches: SMLM masking (METHOD.md §3.1), padding, determinism and DDP slicing."""
+import numpy as np
+import pytest
+
+from lwx_edge.data.batches import PairBatcher, TokenizedPairs, mask_one_token, pad, slice_rows
+from lwx_edge.tokenizer import MASK_ID
+
+MASKABLE = np.ones(20, dtype=bool)
+MASKABLE[[0, 1, 2, 7]] = False  # specials and a punctuation piece (7)
+
+
+def test_exactly_one_maskable_token_is_replaced_by_mask():
+    rng = np.random.default_rng(0)
+    a, b = np.array([3, 7, 4, 5]), np.array([6, 7, 8])
+    sides = []
+    for _ in range(200):
+        a2, b2, side, tok = mask_one_token(a, b, MASKABLE, rng)
+        masked, clean, orig = (a2, b2, a) if side == 0 else (b2, a2, b)
+        assert (masked == MASK_ID).sum() == 1 and (clean == MASK_ID).sum() == 0
+        pos = int(np.flatnonzero(masked == MASK_ID)[0])
+        assert orig[pos] == tok and tok != 7  # never the punctuation piece
+        assert np.array_equal(clean, b if side == 0 else a)
+        sides.append(side)
+    assert 60 < sum(sides) < 140  # each side with p = 0.5
+
+
+def test_a_side_without_maskable_tokens_is_never_chosen():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        _, _, side, tok = mask_one_token(np.array([7, 7]), np.array([9, 10]), MASKABLE, rng)
+        assert side == 1 and tok in (9, 10)
+
+
+def test_pad_right_pads_with_zero_and_masks():
+    ids, mask = pad([np.array([5, 6, 7]), np.array([8])])
+    assert ids.tolist() == [[5, 6, 7], [8, 0, 0]] and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert ids.dtype == np.int64 and mask.dtype == np.int64
+
+
+def data(n=10):
+    rng = np.random.default_rng(0)
+    src = [rng.integers(3, 20, rng.integers(2, 6)) for _ in range(n)]
+    tgt = [rng.integers(3, 20, rng.integers(2, 6)) for _ in range(n)]
+    for s in src + tgt:
+        s[0] = 4  # always something maskable
+    return TokenizedPairs(src, tgt, [""] * n, [""] * n, ["en-fr"] * n)
+
+
+def test_batches_are_deterministic_and_cover_an_epoch():
+    b = PairBatcher(data(), 4, MASKABLE, seed=3, teacher=np.arange(20, dtype=np.float16).reshape(10, 2))
+    assert b.steps_per_epoch == 2
+    x, y = b.batch(0, 1), b.batch(0, 1)
+    for k in x:
+        assert np.array_equal(x[k], y[k])
+    seen = np.concatenate([b.indices(0, 0), b.indices(0, 1)])
+    assert len(set(seen.tolist())) == 8  # drop-last, no repeats
+    assert not np.array_equal(b.indices(0, 0), b.indices(1, 0))  # reshuffled each epoch
+    assert np.array_equal(x["teacher"][:, 0], 2 * x["index"])
+
+
+def test_ddp_slices_are_contiguous_and_checked():
+    batch = {"a": np.arange(8), "b": np.arange(8) * 10}
+    assert slice_rows(batch, 1, 2)["b"].tolist() == [40, 50, 60, 70]
+    with pytest.raises(ValueError, match="not divisible"):
+        slice_rows(batch, 0, 3)
+
+
+def test_a_corpus_smaller_than_a_batch_is_refused():
+    with pytest.raises(ValueError, match="fewer than one batch"):
+        PairBatcher(data(3), 4, MASKABLE)
+
+
+def test_bucketing_groups_similar_lengths_and_still_covers_the_epoch():
+    rng = np.random.default_rng(0)
+    src = [np.full(int(k), 4) for k in rng.integers(1, 60, 400)]
+    d = TokenizedPairs(src, [np.full(3, 5)] * 400, [""] * 400, [""] * 400, ["en-fr"] * 400)
+    plain, bucketed = PairBatcher(d, 8, MASKABLE, seed=1), PairBatcher(d, 8, MASKABLE, seed=1, bucket=10)
+    spread = lambda b: np.mean([np.ptp(b.lengths[b.indices(0, i)]) for i in range(b.steps_per_epoch)])  # noqa: E731
+    assert spread(bucketed) < 0.3 * spread(plain)
+    seen = np.concatenate([bucketed.indices(0, i) for i in range(bucketed.steps_per_epoch)])
+    assert len(set(seen.tolist())) == 400
+    assert np.array_equal(bucketed.indices(1, 3), PairBatcher(d, 8, MASKABLE, seed=1, bucket=10).indices(1, 3))

@@ -1,0 +1,49 @@
+import torch
+
+from lwx_edge.model import DualEncoderModel, ModelConfig, SentenceEncoder
+
+TINY = ModelConfig(vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=16, dropout=0.0)
+
+
+def test_shapes_and_parameter_count_of_the_paper_model():
+    model = DualEncoderModel(ModelConfig(vocab_size=50_000))
+    enc = sum(p.numel() for p in model.encoder.parameters())
+    total = sum(p.numel() for p in model.parameters())
+    # METHOD.md §1: 29.91M exported (tok 25.6M + 200 pos rows + 2 layers 4.21M + emb LN), 30.22M in training
+    assert abs(enc / 1e6 - 29.91) < 0.02
+    assert abs(total / 1e6 - 30.22) < 0.02
+    u = model.encoder(torch.randint(3, 50_000, (3, 7)), torch.ones(3, 7, dtype=torch.long))
+    assert u.shape == (3, 512) and u.dtype == torch.float32
+
+
+def test_padding_does_not_change_the_sentence_vector():
+    torch.manual_seed(0)
+    enc = SentenceEncoder(TINY).eval()
+    ids = torch.tensor([[5, 6, 7, 8]])
+    alone = enc(ids, torch.ones_like(ids))
+    padded = torch.tensor([[5, 6, 7, 8, 0, 0, 0], [9, 10, 11, 12, 13, 14, 15]])
+    mask = (padded != 0).long()
+    batch = enc(padded, mask)
+    assert torch.allclose(alone[0], batch[0], atol=1e-5)
+    # a different sentence gives a different vector
+    assert not torch.allclose(batch[0], batch[1], atol=1e-3)
+
+
+def test_mean_pooling_over_real_tokens_only():
+    torch.manual_seed(0)
+    enc = SentenceEncoder(TINY).eval()
+    ids = torch.tensor([[5, 6, 7, 0]])
+    mask = torch.tensor([[1, 1, 1, 0]])
+    x = enc.emb_ln(enc.tok(ids) + enc.pos.weight[:4])
+    bias = ((mask.float() - 1) * 1e6).view(1, 1, 1, 4).expand(1, 4, 1, 4).reshape(-1, 1, 4)
+    for b in enc.blocks:
+        x = b(x, bias)
+    assert torch.allclose(enc(ids, mask)[0], x[0, :3].mean(0), atol=1e-6)
+
+
+def test_generative_head_is_tied_to_the_token_table():
+    model = DualEncoderModel(TINY, teacher_dim=24)
+    assert model.generative_head.token_table.weight is model.encoder.tok.weight
+    out = model(torch.tensor([[5, 6]]), torch.ones(1, 2, dtype=torch.long),
+                torch.tensor([[7, 8, 9]]), torch.ones(1, 3, dtype=torch.long))
+    assert out["logits_a"].shape == (1, 50) and out["proj_b"].shape == (1, 24)
