@@ -1,0 +1,79 @@
+"""The export form of the encoder.
+
+``ExportEncoder`` runs the same computation as :class:`lwx_edge.model.SentenceEncoder` on the same weights,
+with one change: positions are looked up with ``pos(arange(T))`` (an embedding gather) instead of slicing
+``pos.weight[:T]``. A gather is what the 8-bit embedding quantizers (ExecuTorch ``embedding_byte``, ORT
+``Gather`` quantization) act on, so the int8 artefacts store the position table in 8 bits as well
+(-0.3 MB at d=512, 200 positions). The position table is cut to the exported ``max_len``.
+The parity report compares every artefact against the unmodified eager ``SentenceEncoder``.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+
+class ExportEncoder(nn.Module):
+    """input_ids int64 [B, T], attention_mask int64 [B, T] (1 = token) -> sentence_embedding float32 [B, d]."""
+
+    def __init__(self, encoder: nn.Module, max_len: int):
+        super().__init__()
+        enc = copy.deepcopy(encoder).eval()
+        cfg = enc.config
+        if not 1 <= max_len <= cfg.max_len:
+            raise ValueError(f"max_len must be in [1, {cfg.max_len}], got {max_len}")
+        self.n_heads = cfg.n_heads
+        self.max_len = max_len
+        self.tok = enc.tok
+        self.tok.padding_idx = None  # EXPORT.md §7.9: a padding_idx breaks the embedding_byte fusion
+        self.pos = nn.Embedding(max_len, cfg.d_model)
+        with torch.no_grad():
+            self.pos.weight.copy_(enc.pos.weight[:max_len])
+        self.emb_ln = enc.emb_ln
+        self.blocks = enc.blocks
+        self.eval()
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        batch, length = input_ids.shape
+        mask = attention_mask.to(torch.float32)
+        positions = self.pos(torch.arange(length, dtype=torch.int64, device=input_ids.device))
+        x = self.emb_ln(self.tok(input_ids) + positions)
+        bias = ((mask - 1.0) * 1e6).view(batch, 1, 1, length)
+        bias = bias.expand(batch, self.n_heads, 1, length).reshape(-1, 1, length)
+        for block in self.blocks:
+            x = block(x, bias)
+        summed = torch.bmm(mask.view(batch, 1, length), x).view(batch, -1)
+        return summed / mask.sum(1, keepdim=True).clamp(min=1.0)
+
+
+def example_inputs(vocab_size: int, max_batch: int, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Example inputs for torch.export: batch and seq >= 2 where the bounds allow (EXPORT.md §7.4)."""
+    b = 2 if max_batch >= 2 else 1
+    t = min(16, max_len) if max_len >= 2 else 1
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, max(4, vocab_size), (b, t), generator=g, dtype=torch.int64)
+    mask = torch.ones(b, t, dtype=torch.int64)
+    if b > 1 and t > 1:
+        mask[1, t // 2:] = 0
+    return ids, mask
+
+
+def dynamic_shapes(max_batch: int | None, max_len: int):
+    """Shared Dim objects for ids and mask; a bound of 1 gives a static dim (Dim(max=1) is rejected)."""
+    from torch.export import Dim
+
+    if max_batch is None:
+        b = Dim("batch", min=1)
+    elif max_batch >= 2:
+        b = Dim("batch", min=1, max=max_batch)
+    else:
+        b = None
+    t = Dim("seq", min=1, max=max_len) if max_len >= 2 else None
+    spec = {}
+    if b is not None:
+        spec[0] = b
+    if t is not None:
+        spec[1] = t
+    return (spec, dict(spec))

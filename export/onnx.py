@@ -1,0 +1,100 @@
+"""ONNX export with the dynamo exporter (opset 18), dynamic batch and sequence axes (EXPORT.md §4).
+
+Inputs ``input_ids`` / ``attention_mask`` (int64 [batch, seq], 1 = token), output ``sentence_embedding``
+(float32 [batch, d], the raw mean-pooled vector). The maximum length and the tokenizer are recorded in the
+model's metadata (``onnxruntime.InferenceSession(...).get_modelmeta().custom_metadata_map``).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def available() -> tuple[bool, str]:
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+        import onnxscript  # noqa: F401
+    except Exception as e:
+        return False, f"onnx/onnxscript/onnxruntime are not importable ({type(e).__name__}: {e})"
+    return True, ""
+
+
+def _version(pkg: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(pkg)
+    except Exception:
+        return "unknown"
+
+
+def export_onnx(encoder, path: str | os.PathLike, *, max_len: int) -> dict:
+    """Export ``encoder`` (a SentenceEncoder) to an fp32 ONNX file at ``path``."""
+    import torch
+
+    from .graph import ExportEncoder, dynamic_shapes, example_inputs
+
+    t0 = time.perf_counter()
+    cfg = encoder.config
+    model = ExportEncoder(encoder, max_len)
+    example = example_inputs(cfg.vocab_size, 2, max_len)
+    with torch.no_grad():
+        program = torch.onnx.export(
+            model, example, dynamo=True, opset_version=18, verbose=False,
+            input_names=["input_ids", "attention_mask"],
+            output_names=["sentence_embedding"],  # not "embedding": clashes with an internal value (§7.12)
+            dynamic_shapes=dynamic_shapes(None, max_len), optimize=True)
+    program.save(str(path), external_data=False)
+    return {"format": "onnx", "precision": "fp32", "quantization": "none (fp32)", "max_len": int(max_len),
+            "opset": 18, "export_seconds": round(time.perf_counter() - t0, 1),
+            "exporter": f"torch.onnx dynamo (torch {torch.__version__})"}
+
+
+def finalize(path: str | os.PathLike, metadata: dict[str, str]) -> None:
+    """Check the model and store lwx-edge metadata in it (in place)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    existing = {p.key: p for p in model.metadata_props}
+    for k, v in metadata.items():
+        if k in existing:
+            existing[k].value = str(v)
+        else:
+            p = model.metadata_props.add()
+            p.key, p.value = k, str(v)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+
+
+def quantize(src: str | os.PathLike, dst: str | os.PathLike, workdir: str | os.PathLike) -> dict:
+    from .quantize import ONNX_INT8_RECIPE, quantize_onnx
+
+    t0 = time.perf_counter()
+    quantize_onnx(src, dst, workdir)
+    return {"precision": "int8", "quantization": ONNX_INT8_RECIPE,
+            "quantize_seconds": round(time.perf_counter() - t0, 1),
+            "onnxruntime_version": _version("onnxruntime")}
+
+
+class OnnxRunner:
+    """Runs an ONNX artefact with onnxruntime (CPU)."""
+
+    def __init__(self, path: str | os.PathLike, threads: int | None = None):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        if threads:
+            so.intra_op_num_threads = int(threads)
+            so.inter_op_num_threads = 1
+        so.log_severity_level = 3
+        self.path = Path(path)
+        self.session = ort.InferenceSession(str(self.path), so, providers=["CPUExecutionProvider"])
+
+    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        return self.session.run(["sentence_embedding"], {
+            "input_ids": np.ascontiguousarray(input_ids, dtype=np.int64),
+            "attention_mask": np.ascontiguousarray(attention_mask, dtype=np.int64)})[0]
