@@ -1,0 +1,82 @@
+"""``lwx-edge fit``: fit a classifier head on a labelled file, report dev and cross-lingual accuracy, save it."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def _eval_spec(spec: str) -> tuple[str, Path]:
+    from ..errors import InputError
+
+    name, sep, path = spec.partition("=")
+    if not sep or not name or not path:
+        raise InputError(f"--eval-lang expects LANG=FILE (e.g. fr=fr.csv), got {spec!r}")
+    return name, Path(path)
+
+
+def _report(title: str, report: dict) -> None:
+    from ..heads import format_confusion
+
+    typer.echo(f"{title}: accuracy {report['accuracy']:.3f}, balanced {report['balanced_accuracy']:.3f}, "
+               f"macro-F1 {report['macro_f1']:.3f} on {report['n']} examples "
+               f"(majority class {report['majority_baseline']:.3f})")
+    if report["unseen_labels"]:
+        typer.echo(f"  labels the head never saw (counted as errors): {report['unseen_labels']}")
+    typer.echo(format_confusion(report))
+
+
+def fit(
+    bundle: Path = typer.Argument(..., help="Model bundle directory."),
+    data: Path = typer.Argument(..., help="Labelled examples: .csv, .tsv (header row) or .jsonl."),
+    out: Path = typer.Option(..., "--out", "-o", help="Head directory to write (head.json + head.npz)."),
+    text_col: str = typer.Option("text", "--text-col", help="Column with the text."),
+    label_col: str = typer.Option("label", "--label-col", help="Column with the label."),
+    kind: str = typer.Option("mlp", "--kind", help="mlp (METHOD.md's on-device head) or logistic."),
+    dev_fraction: float = typer.Option(0.2, "--dev-fraction",
+                                       help="Stratified slice held out to report dev accuracy (0 = none)."),
+    eval_lang: List[str] = typer.Option([], "--eval-lang",
+                                        help="LANG=FILE: accuracy on another language's labelled file "
+                                             "(zero-shot cross-lingual, repeatable)."),
+    backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
+    seed: int = typer.Option(0, "--seed"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the reports as JSON here."),
+) -> None:
+    """Fit a classifier head on frozen embeddings; print dev accuracy and a confusion table."""
+    import numpy as np
+
+    from ..bundle import write_json_atomic
+    from ..encoder import Encoder
+    from ..errors import InputError
+    from ..heads import make_head, read_labelled
+    from ..heads.base import stratified_split
+
+    evals = [_eval_spec(s) for s in eval_lang]
+    if not 0 <= dev_fraction < 1:
+        raise InputError(f"--dev-fraction must be in [0, 1), got {dev_fraction}")
+    train = read_labelled(data, text_col, label_col)
+    eval_sets = {name: read_labelled(path, text_col, label_col) for name, path in evals}
+    typer.echo(f"{data}: {len(train.texts)} examples, {len(set(train.labels))} labels"
+               + (f" ({train.skipped} rows without text or label skipped)" if train.skipped else ""), err=True)
+    enc = Encoder.load(bundle, backend=backend)
+    X = enc.embed(train.texts, progress=True, truncation="ignore")
+    y = np.asarray(train.labels)
+    _, y_idx = np.unique(y, return_inverse=True)
+    tr, dev = stratified_split(y_idx, dev_fraction, np.random.default_rng(seed))
+    head = make_head(kind, encoder=enc, random_state=seed).fit(X[tr], y[tr])
+    reports = {}
+    if len(dev):
+        reports["dev"] = head.evaluate(X[dev], y[dev])
+        _report(f"dev ({len(dev)} held-out examples)", reports["dev"])
+    for name, ds in eval_sets.items():
+        reports[name] = head.evaluate(enc.embed(ds.texts, progress=True, truncation="ignore"), ds.labels)
+        _report(f"{name} (zero-shot, {len(ds.texts)} examples)", reports[name])
+    info = {"data": str(data), "examples": int(len(tr)), "dev_examples": int(len(dev)),
+            "results": {k: {m: v[m] for m in ("n", "accuracy", "balanced_accuracy", "macro_f1")}
+                        for k, v in reports.items()}}
+    head.save(out, info=info)
+    typer.echo(f"head ({kind}, fitted on {len(tr)} examples) -> {out}")
+    if json_out:
+        write_json_atomic(json_out, reports)
+

@@ -1,0 +1,38 @@
+"""``lwx-edge search``: exact cosine nearest neighbours of queries in a corpus of lines."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def search(
+    bundle: Path = typer.Argument(..., help="Model bundle directory."),
+    queries: List[str] = typer.Argument(None, help="Query texts (or use --input)."),
+    corpus: Path = typer.Option(..., "--corpus", "-c", help="Text file to search, one entry per line."),
+    input: Optional[Path] = typer.Option(None, "--input", "-i", help="Queries from a file, one per line."),
+    top_k: int = typer.Option(5, "--top-k", "-k", help="Results per query."),
+    as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a readable list."),
+    backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
+) -> None:
+    """For each query, the TOP_K most similar corpus lines (cosine, exact)."""
+    from ..encoder import Encoder
+    from ..search import search as nearest
+    from ._texts import gather
+
+    items = gather(queries, input, "queries")
+    docs = gather(None, corpus, "corpus lines")
+    enc = Encoder.load(bundle, backend=backend)
+    q = enc.embed(items, truncation="ignore")
+    c = enc.embed(docs, progress=len(docs) > 5000, truncation="ignore")
+    res = nearest(q, c, top_k=top_k)
+    for text, idx, scores in zip(items, res.indices, res.scores):
+        hits = [{"rank": r + 1, "index": int(i), "score": round(float(s), 4), "text": docs[i]}
+                for r, (i, s) in enumerate(zip(idx, scores))]
+        if as_json:
+            sys.stdout.write(json.dumps({"query": text, "hits": hits}, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(f"{text}\n" + "".join(f"  {h['rank']}. {h['score']:.3f}  {h['text']}\n" for h in hits))

@@ -1,0 +1,36 @@
+"""Classifier heads fitted on frozen sentence embeddings (scikit-learn API; numpy prediction; no pickle).
+
+    from lwx_edge import Encoder
+    from lwx_edge.heads import MLPHead, LogisticHead, load_head
+
+    enc = Encoder.load("bundle")
+    head = MLPHead(encoder=enc).fit(texts, labels)       # or .fit(enc.embed(texts), labels)
+    head.predict(["Un jeu de stratégie"])                # any of the five languages
+    head.save("bundle/heads/topic")                      # head.json + head.npz
+    head = load_head("bundle/heads/topic", encoder=enc)  # refused for another encoder
+
+``head.evaluate(texts, labels)`` gives accuracy, macro-F1 and the confusion matrix, e.g. on another
+language's labelled data (the MLDoc zero-shot protocol); ``format_confusion(report)`` prints it.
+"""
+from __future__ import annotations
+
+from .base import BaseHead, HeadError, format_confusion
+from .io import load_head, read_head_meta, save_head
+from .labelled import LabelledFile, read_labelled
+from .logistic import LogisticHead
+from .mlp import MLPHead
+
+__all__ = ["BaseHead", "LogisticHead", "MLPHead", "HeadError", "load_head", "save_head", "read_head_meta",
+           "format_confusion", "make_head", "HEAD_KINDS", "read_labelled", "LabelledFile"]
+
+HEAD_KINDS = ("mlp", "logistic")
+
+
+def make_head(kind: str, encoder=None, **params) -> BaseHead:
+    """A new, unfitted head of ``kind`` ("mlp" or "logistic")."""
+    from ..errors import InputError
+
+    kinds = {"mlp": MLPHead, "logistic": LogisticHead}
+    if kind not in kinds:
+        raise InputError(f"unknown head kind {kind!r}; choose one of {', '.join(HEAD_KINDS)}")
+    return kinds[kind](encoder=encoder, **params)

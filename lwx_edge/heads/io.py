@@ -1,0 +1,202 @@
+"""Saving and loading heads without pickle: a directory with ``head.json`` (metadata) + ``head.npz`` (weights).
+
+``head.json``::
+
+    {"format": "lwx-edge-head", "format_version": 1, "kind": "mlp" | "logistic",
+     "classes": [...], "classes_type": "str" | "int", "n_features": 512,
+     "input": {"l2_normalize": true, "standardize": true},
+     "layers": [{"weight": "W0", "bias": "b0", "activation": "tanh"}, ..., {"activation": "identity"}],
+     "output": "softmax",
+     "weights": {"file": "head.npz", "sha256": "..."},
+     "encoder": {"sha256": <weights sha256 from the bundle manifest>, "tokenizer_sha256": ...,
+                 "model_files": {name: sha256}, "embedding_dim": 512, "backend": ..., "artifact": ...},
+     "params": {...}, "training": {...}, "info": {...}}
+
+``head.npz`` holds float32 arrays ``mean``, ``scale`` (if standardised) and ``W{i}`` [in, out], ``b{i}``
+[out]; it is read with ``allow_pickle=False``. Prediction::
+
+    x = e / ||e||;  z = (x - mean) / scale;  h = act_i(h @ W_i + b_i) for each layer;  p = softmax(h)
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..bundle import atomic_dir, sha256_file
+from .base import ACTIVATIONS, BaseHead, HeadError, check_encoder
+
+FORMAT = "lwx-edge-head"
+FORMAT_VERSION = 1
+HEAD_JSON = "head.json"
+HEAD_NPZ = "head.npz"
+
+_TRAINING_ATTRS = ("dev_score_", "dev_scores_", "C_", "n_iter_", "best_epoch_", "n_epochs_", "history_",
+                   "fit_seconds_")
+
+
+def _kinds() -> dict[str, type]:
+    from .logistic import LogisticHead
+    from .mlp import MLPHead
+
+    return {"logistic": LogisticHead, "mlp": MLPHead}
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
+
+
+def save_head(head: BaseHead, path: str | os.PathLike, info: dict | None = None) -> Path:
+    """Write a fitted head into directory ``path`` atomically (replacing an older head there)."""
+    head._check_fitted()
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise HeadError(f"{path}: exists and is not a directory; give a directory for the head")
+        if any(path.iterdir()) and not (path / HEAD_JSON).is_file():
+            raise HeadError(f"{path}: directory is not empty and holds no head; refusing to replace it "
+                            "(give a new or empty directory)")
+    arrays: dict[str, np.ndarray] = {}
+    if head.mean_ is not None:
+        arrays["mean"] = np.asarray(head.mean_, dtype=np.float32)
+        arrays["scale"] = np.asarray(head.scale_, dtype=np.float32)
+    layers = []
+    for i, (W, b, act) in enumerate(head.layers_):
+        arrays[f"W{i}"] = np.ascontiguousarray(W, dtype=np.float32)
+        arrays[f"b{i}"] = np.ascontiguousarray(b, dtype=np.float32)
+        layers.append({"weight": f"W{i}", "bias": f"b{i}", "activation": act,
+                       "shape": [int(W.shape[0]), int(W.shape[1])]})
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    blob = buf.getvalue()
+    from .. import __version__
+
+    params = {k: _jsonable(v) for k, v in head.get_params(deep=False).items() if k != "encoder"}
+    classes = head.classes_.tolist()
+    meta = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "kind": head.kind,
+        "lwx_edge_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "classes": classes, "classes_type": "str" if head.classes_.dtype.kind in "UO" else "int",
+        "n_features": int(head.n_features_in_),
+        "input": {"l2_normalize": True, "standardize": head.mean_ is not None},
+        "layers": layers, "output": "softmax",
+        "weights": {"file": HEAD_NPZ, "sha256": __import__("hashlib").sha256(blob).hexdigest(),
+                    "bytes": len(blob)},
+        "encoder": _jsonable(getattr(head, "encoder_info_", None)),
+        "params": params,
+        "training": {k.rstrip("_"): _jsonable(getattr(head, k)) for k in _TRAINING_ATTRS if hasattr(head, k)},
+        "info": _jsonable(info or {}),
+        "prediction": "x = e/||e||; z = (x - mean)/scale; h = act(h @ W + b) per layer; p = softmax(h)",
+    }
+    try:
+        with atomic_dir(path) as tmp:
+            (tmp / HEAD_NPZ).write_bytes(blob)
+            (tmp / HEAD_JSON).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as e:
+        raise HeadError(f"{path}: cannot write the head ({e.strerror or e})") from None
+    return path
+
+
+def read_head_meta(path: str | os.PathLike) -> dict:
+    path = Path(path)
+    if path.is_file() and path.name == HEAD_JSON:
+        path = path.parent
+    if not path.exists():
+        raise HeadError(f"{path}: no such head directory")
+    if not path.is_dir():
+        raise HeadError(f"{path}: a head is a directory (head.json + head.npz), got a file")
+    try:
+        meta = json.loads((path / HEAD_JSON).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HeadError(f"{path}: not a head directory ({HEAD_JSON} is missing)") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise HeadError(f"{path / HEAD_JSON}: corrupt (not valid JSON: {e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise HeadError(f"{path / HEAD_JSON}: not an lwx-edge head")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise HeadError(f"{path}: head format version {meta.get('format_version')} is not supported "
+                        f"(this lwx-edge reads version {FORMAT_VERSION})")
+    return meta
+
+
+def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:
+    """Load a head saved with ``head.save(path)``. With ``encoder``, refuse it unless it is the encoder the
+    head was fitted on (``HeadError``); the head then embeds texts with it."""
+    path = Path(path)
+    if path.is_file() and path.name == HEAD_JSON:
+        path = path.parent
+    meta = read_head_meta(path)
+    kinds = _kinds()
+    cls = kinds.get(meta.get("kind"))
+    if cls is None:
+        raise HeadError(f"{path}: unknown head kind {meta.get('kind')!r} (known: {', '.join(kinds)})")
+    check_encoder(meta.get("encoder"), encoder, where=f"head {path}")
+
+    wfile = path / (meta.get("weights") or {}).get("file", HEAD_NPZ)
+    if not wfile.is_file():
+        raise HeadError(f"{path}: weights file {wfile.name} is missing")
+    expected = (meta.get("weights") or {}).get("sha256")
+    if expected and sha256_file(wfile) != expected:
+        raise HeadError(f"{wfile}: corrupt (sha256 does not match head.json)")
+    try:
+        with np.load(wfile, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:
+        raise HeadError(f"{wfile}: cannot be read as .npz ({type(e).__name__}: {e})") from None
+
+    try:
+        params = {k: (tuple(v) if k == "hidden_layer_sizes" and isinstance(v, list) else v)
+                  for k, v in (meta.get("params") or {}).items()}
+        head = cls(**{k: v for k, v in params.items() if k in cls().get_params(deep=False)})
+        classes = meta["classes"]
+        head.classes_ = np.asarray(classes, dtype=str if meta.get("classes_type") == "str" else np.int64)
+        head.n_features_in_ = int(meta["n_features"])
+        std = bool(meta.get("input", {}).get("standardize"))
+        head.mean_ = arrays["mean"] if std else None
+        head.scale_ = arrays["scale"] if std else None
+        layers = []
+        for spec in meta["layers"]:
+            act = spec["activation"]
+            if act not in ACTIVATIONS:
+                raise HeadError(f"{path}: unknown activation {act!r}")
+            layers.append((arrays[spec["weight"]].astype(np.float32), arrays[spec["bias"]].astype(np.float32),
+                           act))
+    except HeadError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise HeadError(f"{path}: head.json and head.npz do not fit together ({type(e).__name__}: {e})") from None
+    # shapes chain from n_features to n_classes
+    d = head.n_features_in_
+    for W, b, _ in layers:
+        if W.ndim != 2 or W.shape[0] != d or b.shape != (W.shape[1],):
+            raise HeadError(f"{path}: layer shapes do not chain ({W.shape} after {d} features)")
+        d = W.shape[1]
+    if d != len(head.classes_) or (head.mean_ is not None and head.mean_.shape != (head.n_features_in_,)):
+        raise HeadError(f"{path}: the output layer has {d} units but the head has {len(head.classes_)} classes")
+    head.layers_ = layers
+    if cls.kind == "mlp":
+        head.coefs_ = [W for W, _, _ in layers]
+        head.intercepts_ = [b for _, b, _ in layers]
+    else:
+        head.coef_ = layers[0][0].T.copy()
+        head.intercept_ = layers[0][1]
+    for k, v in (meta.get("training") or {}).items():
+        setattr(head, k + "_", v)
+    head.encoder_info_ = meta.get("encoder")
+    head.info_ = meta.get("info") or {}
+    head.encoder = encoder
+    return head

@@ -1,0 +1,109 @@
+"""ExecuTorch backend: runs ``model.pte`` / ``model.int8.pte`` (XNNPACK) with ExecuTorch's Python runtime.
+
+Nothing is imported from ExecuTorch (which itself imports torch) until a backend is created.
+Runtime notes (EXPORT.md §7): int8 programs need ``import executorch.kernels.quantized`` before loading
+(``embedding_byte``); the thread pool is reset *before* ``load_method`` (XNNPACK keeps the pool it saw);
+inputs are contiguous int64; batches above the program's ``max_batch`` are run in chunks. One loaded
+method owns one planned activation arena, so calls are serialised with a lock (thread-safe, not parallel).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BundleError, LwxError
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") if ExecuTorch's runtime can be imported, else (False, why)."""
+    try:
+        import importlib.util
+
+        if importlib.util.find_spec("executorch") is None:
+            return False, "executorch is not installed"
+    except (ImportError, ValueError) as e:
+        return False, f"executorch is not importable ({e})"
+    return True, ""
+
+
+def _quiet():
+    """Filter ExecuTorch's harmless native log lines (cpuinfo, threadpool resets) while loading."""
+    try:
+        from lwx_edge.export._quiet import native_quiet
+
+        return native_quiet()
+    except Exception:
+        return contextlib.nullcontext()
+
+
+class ExecuTorchBackend:
+    """``run(input_ids int64 [n, T], attention_mask int64 [n, T]) -> float32 [n, d]`` with ExecuTorch."""
+
+    name = "executorch"
+
+    def __init__(self, path: str | os.PathLike, threads: int | None = None, max_batch: int | None = None):
+        self.path = Path(path)
+        self.threads = threads
+        with _quiet():
+            try:
+                import torch  # noqa: F401  (the pybindings exchange torch tensors)
+                from executorch.runtime import Runtime
+            except ImportError as e:
+                from ..encoder import BackendUnavailable
+
+                raise BackendUnavailable(
+                    f"the ExecuTorch runtime is not installed ({e}); pip install 'lwx-edge[export]' "
+                    "(or executorch==1.5.1), or use the ONNX model with backend='onnx'") from None
+            try:
+                import executorch.kernels.quantized  # noqa: F401  (embedding_byte for int8 programs)
+            except Exception:
+                pass
+            if threads:
+                try:
+                    from executorch.extension.pybindings import portable_lib
+
+                    portable_lib._unsafe_reset_threadpool(int(threads))
+                except Exception:
+                    pass
+            try:
+                self.program = Runtime.get().load_program(str(self.path))
+                self.method = self.program.load_method("forward")
+            except Exception as e:
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise BundleError(f"{self.path}: the ExecuTorch runtime cannot load this program "
+                                  f"({msg[:300]})") from None
+        self.max_batch = int(max_batch or self._constant("get_max_batch") or 1)
+        self.max_len = self._constant("get_max_seq_len")
+        self.dim = self._constant("get_embedding_dim")
+        self._lock = threading.Lock()
+
+    def _constant(self, name: str) -> int | None:
+        try:
+            return int(self.program.load_method(name).execute([])[0])
+        except Exception:
+            return None
+
+    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        import torch
+
+        ids = np.ascontiguousarray(input_ids, dtype=np.int64)
+        mask = np.ascontiguousarray(attention_mask, dtype=np.int64)
+        outs = []
+        for s in range(0, ids.shape[0], self.max_batch):
+            x = torch.from_numpy(np.ascontiguousarray(ids[s:s + self.max_batch]))
+            m = torch.from_numpy(np.ascontiguousarray(mask[s:s + self.max_batch]))
+            with self._lock:
+                try:
+                    out = self.method.execute([x, m])[0]
+                except Exception as e:
+                    raise LwxError(f"{self.path}: ExecuTorch failed on a batch of shape {tuple(x.shape)} "
+                                   f"({type(e).__name__}: {str(e)[:300]})") from None
+                outs.append(out.detach().numpy().astype(np.float32, copy=True))  # the arena is reused
+        return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
+
+    def __repr__(self) -> str:
+        return f"ExecuTorchBackend({str(self.path)!r}, max_batch={self.max_batch}, threads={self.threads})"

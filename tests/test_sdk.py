@@ -1,0 +1,398 @@
+"""The SDK (issue #5): Encoder backends, batching, truncation, threads, errors, similarity and search.
+
+A tiny bundle with random weights and a real SentencePiece model is exported once (ONNX and ExecuTorch,
+fp32 and int8); every backend then embeds the same texts. No mocks.
+"""
+import json
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lwx_edge import Encoder
+from lwx_edge.bundle import Bundle, write_manifest
+from lwx_edge.encoder import TruncationWarning
+from lwx_edge.errors import BundleError, InputError
+from lwx_edge.search import search, similarity
+
+torch = pytest.importorskip("torch")
+export_mod = pytest.importorskip("lwx_edge.export")
+from lwx_edge.export import executorch as et_mod  # noqa: E402
+
+HAS_ET, ET_WHY = et_mod.available()
+needs_et = pytest.mark.skipif(not HAS_ET, reason=f"ExecuTorch unavailable: {ET_WHY}")
+MAX_LEN = 24
+VOCAB = {
+    "en": "the cat dog house file network server window music book city water is big small new old and with",
+    "fr": "le chat chien maison fichier réseau serveur fenêtre musique livre ville eau est grand petit et avec",
+    "de": "der katze hund haus datei netz server fenster musik buch stadt wasser ist groß klein neu und mit",
+    "es": "el gato perro casa archivo red servidor ventana música libro ciudad agua es grande pequeño y con",
+    "it": "il gatto cane casa file rete server finestra musica libro città acqua è grande piccolo e con",
+}
+
+
+def sentences(n: int, seed: int = 0, lo: int = 2, hi: int = 12) -> list[str]:
+    rng = random.Random(seed)
+    langs = list(VOCAB)
+    return [" ".join(rng.choice(VOCAB[langs[i % 5]].split()) for _ in range(rng.randint(lo, hi))).capitalize()
+            + "." for i in range(n)]
+
+
+def make_bundle(path: Path, tok: Path, seed: int) -> Path:
+    from lwx_edge.checkpoint import save_bundle
+    from lwx_edge.model import ModelConfig, SentenceEncoder
+
+    torch.manual_seed(seed)
+    enc = SentenceEncoder(ModelConfig(vocab_size=200, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN)).eval()
+    return save_bundle(enc, tok, path, {"note": "test_sdk tiny bundle"})
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    from lwx_edge.tokenizer import train_tokenizer
+
+    return train_tokenizer(sentences(500, seed=1), tmp_path_factory.mktemp("sdk_tok") / "tok.model",
+                           vocab_size=200, progress=False)
+
+
+@pytest.fixture(scope="module")
+def bundle(tok, tmp_path_factory):
+    """A tiny bundle exported fp32 and int8 to every available format."""
+    from lwx_edge.export import export_bundle
+
+    d = make_bundle(tmp_path_factory.mktemp("sdk") / "bundle", tok, seed=0)
+    formats = ("pte", "onnx") if HAS_ET else ("onnx",)
+    export_bundle(d, formats=formats, int8=False, max_batch=8)
+    export_bundle(d, formats=formats, int8=True, max_batch=8)
+    return d
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return sentences(40, seed=7)
+
+
+def rehash(d: Path) -> None:
+    """Rewrite the manifest for the files now in ``d`` (as if a tool had vouched for them)."""
+    m = json.loads((d / "manifest.json").read_text())
+    write_manifest(d, {k: v for k, v in m.items()
+                       if k not in ("format", "format_version", "lwx_edge_version", "created", "files")})
+
+
+def cos(a, b):
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+# ------------------------------------------------------------------------------------------ backends
+
+def test_auto_picks_onnx_int8_and_shapes(bundle, texts):
+    enc = Encoder.load(bundle)
+    assert (enc.backend_name, enc.artifact, enc.precision) == ("onnx", "model.int8.onnx", "int8")
+    v = enc.embed(texts)
+    assert v.shape == (40, 64) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    raw = enc.embed(texts, normalize=False)
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1, atol=1e-3)
+
+
+@pytest.mark.parametrize("backend, precision, floor", [
+    ("onnx", "fp32", 0.99999), ("executorch", "fp32", 0.99999), ("onnx", "int8", 0.999), ("executorch", "int8", 0.999)])
+def test_backends_agree_with_torch(bundle, texts, backend, precision, floor):
+    if backend == "executorch" and not HAS_ET:
+        pytest.skip(ET_WHY)
+    ref = Encoder.load(bundle, backend="torch").embed(texts, normalize=False)
+    enc = Encoder.load(bundle, backend=backend, precision=precision)
+    assert enc.precision == precision
+    v = enc.embed(texts, normalize=False)
+    assert cos(v, ref).min() >= floor
+    if precision == "fp32":
+        assert np.abs(v - ref).max() < 1e-4
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnx", pytest.param("executorch", marks=needs_et)])
+def test_batch_invariance_and_order(bundle, texts, backend):
+    enc = Encoder.load(bundle, backend=backend, precision="fp32")
+    together = enc.embed(texts, batch_size=16)  # sorted by length, padded, chunked (pte max batch 8)
+    alone = np.concatenate([enc.embed([t]) for t in texts])
+    assert np.abs(together - alone).max() < 1e-5
+    backwards = enc.embed(texts[::-1], batch_size=7)
+    assert np.abs(backwards[::-1] - together).max() < 1e-5
+    shuffled = np.random.default_rng(0).permutation(len(texts))
+    assert np.abs(enc.embed([texts[i] for i in shuffled]) - together[shuffled]).max() < 1e-5
+
+
+def test_truncation_is_reported_never_silent(bundle):
+    enc = Encoder.load(bundle)
+    long = " ".join(sentences(20, seed=3))
+    batch = ["short one.", long, "another short one.", long + " more"]
+    assert enc.truncated(batch) == [1, 3]
+    assert enc.token_counts(batch)[1] > MAX_LEN
+    with pytest.warns(TruncationWarning, match=r"2 of 4 text\(s\) are longer than the model's max length \(24"):
+        v = enc.embed(batch)
+    assert enc.last_truncated == [1, 3]
+    assert np.isfinite(v).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc.embed(["short one."])
+        assert enc.last_truncated == []
+        enc.embed(batch, truncation="ignore")
+        assert enc.last_truncated == [1, 3]
+    with pytest.raises(InputError, match="would be truncated"):
+        enc.embed(batch, truncation="error")
+
+
+def test_parallel_threads_give_the_same_vectors(bundle, texts):
+    for backend in ("onnx",) + (("executorch",) if HAS_ET else ()):
+        enc = Encoder.load(bundle, backend=backend)  # int8: dynamic activation scales depend on the batch,
+        expected = [enc.embed(texts[i::4], batch_size=3) for i in range(4)]  # so compare like batches
+        results, errors = {}, []
+
+        def work(i):
+            try:
+                sub = texts[i::4]
+                for _ in range(5):
+                    results[i] = enc.embed(sub, batch_size=3)
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        for i in range(4):
+            assert np.abs(results[i] - expected[i]).max() < 1e-6, backend
+
+
+# ------------------------------------------------------------------------------------------ errors
+
+@pytest.mark.parametrize("bad, message", [
+    ([], "empty"),
+    (["ok", ""], "empty"),
+    (["ok", "   "], "empty"),
+    (["ok", 3], "int"),
+    (["ok", None], "NoneType"),
+    ("a single string", "wrap it in a list"),
+])
+def test_bad_texts_are_clear_errors(bundle, bad, message):
+    enc = Encoder.load(bundle)
+    with pytest.raises(InputError, match=message):
+        enc.embed(bad)
+
+
+def test_bad_paths_and_arguments(bundle, tmp_path):
+    with pytest.raises(BundleError, match="no such bundle|does not exist|not found"):
+        Encoder.load(tmp_path / "nowhere")
+    with pytest.raises(InputError, match="unknown backend"):
+        Encoder.load(bundle, backend="tpu")
+    with pytest.raises(InputError, match="threads"):
+        Encoder.load(bundle, threads=0)
+    with pytest.raises(InputError, match="batch_size"):
+        Encoder.load(bundle).embed(["x"], batch_size=0)
+
+
+def test_unreadable_or_corrupt_model_files(bundle, tmp_path):
+    d = tmp_path / "b"
+    shutil.copytree(bundle, d)
+    (d / "model.int8.onnx").write_bytes(b"not a model")
+    with pytest.raises(BundleError, match="model.int8.onnx is (truncated|corrupt)"):
+        Encoder.load(d)
+    # a garbage file the manifest vouches for: the runtime's refusal becomes a clear BundleError
+    rehash(d)
+    with pytest.raises(BundleError, match="onnxruntime cannot read this model"):
+        Encoder.load(d, backend="onnx", precision="int8")
+    shutil.rmtree(d)
+    shutil.copytree(bundle, d)
+    for f in ("model.onnx", "model.int8.onnx"):
+        (d / f).unlink()
+    with pytest.raises(BundleError, match="model.int8.onnx is listed in the manifest but missing"):
+        Encoder.load(d)
+    rehash(d)
+    with pytest.raises(BundleError, match="bundle has no onnx model .*lwx-edge export"):
+        Encoder.load(d, backend="onnx")
+
+
+# ------------------------------------------------------------------------------------------ similarity/search
+
+def test_similarity_shapes_and_values(bundle):
+    enc = Encoder.load(bundle)
+    # the int8 ONNX model quantises activations per batch, so one text in two batches differs slightly
+    s = enc.similarity("The cat is big.", "The cat is big.")
+    assert isinstance(s, float) and s == pytest.approx(1.0, abs=1e-5)
+    row = enc.similarity("The cat.", ["The cat.", "Le chat.", "Der hund."])
+    assert row.shape == (3,) and row[0] == pytest.approx(1.0, abs=1e-4)
+    mat = enc.similarity(["a", "b"], ["c", "d", "e"])
+    assert mat.shape == (2, 3) and np.all(np.abs(mat) <= 1 + 1e-5)
+    assert similarity([1.0, 0.0], [[1.0, 0.0], [0.0, 2.0], [-3.0, 0.0]]).tolist() == [1.0, 0.0, -1.0]
+    with pytest.raises(InputError, match="different dimensions"):
+        similarity(np.ones(3), np.ones(4))
+
+
+def test_search_is_exact_and_batched():
+    rng = np.random.default_rng(0)
+    q, c = rng.normal(size=(37, 16)), rng.normal(size=(500, 16))
+    res = search(q, c, top_k=5, block_elements=1000)  # many blocks
+    qn, cn = q / np.linalg.norm(q, axis=1, keepdims=True), c / np.linalg.norm(c, axis=1, keepdims=True)
+    brute = np.argsort(-(qn @ cn.T), axis=1, kind="stable")[:, :5]
+    assert res.indices.shape == (37, 5) and (res.indices == brute).all()
+    assert np.allclose(res.scores, np.take_along_axis(qn @ cn.T, brute, 1), atol=1e-5)
+    assert (np.diff(res.scores, axis=1) <= 1e-7).all()
+    ties = search([1.0, 0.0], [[0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [1.0, 0.0]], top_k=10)
+    assert ties.indices.tolist() == [1, 2, 3, 0]  # top_k clipped; ties by lower index
+    with pytest.raises(InputError, match="top_k"):
+        search(q, c, top_k=0)
+
+
+def test_encoder_search_with_texts(bundle, texts):
+    enc = Encoder.load(bundle)
+    res = enc.search([texts[3], texts[10]], texts, top_k=3)
+    assert res.indices[:, 0].tolist() == [3, 10]
+    assert res.scores[:, 0] == pytest.approx([1.0, 1.0], abs=1e-4)
+
+
+# ------------------------------------------------------------------------------------------ torch-free path
+
+def test_base_install_path_never_imports_torch(bundle, tmp_path):
+    """Load an exported bundle, embed, fit and save a head, load it and predict: with torch unimportable."""
+    code = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('torch', 'executorch', 'safetensors', 'torchao'):
+            raise ImportError('blocked for this test: ' + name)
+sys.meta_path.insert(0, Block())
+import numpy as np
+from lwx_edge import Encoder
+from lwx_edge.heads import LogisticHead, MLPHead, load_head
+enc = Encoder.load({str(bundle)!r})
+assert enc.backend_name == 'onnx', enc.backend_name
+texts = ['the cat is big.', 'le chat est grand.', 'server network file.', 'serveur réseau fichier.'] * 6
+labels = ['animal', 'animal', 'it', 'it'] * 6
+for cls in (LogisticHead, MLPHead):
+    head = cls(encoder=enc).fit(texts, labels)
+    head.save({str(tmp_path)!r} + '/' + cls.kind)
+    back = load_head({str(tmp_path)!r} + '/' + cls.kind, encoder=enc)
+    assert (back.predict(texts) == head.predict(texts)).all()
+print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'executorch', 'safetensors')))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_torch_backend_needs_weights_and_says_so(bundle, tmp_path):
+    d = tmp_path / "noweights"
+    shutil.copytree(bundle, d)
+    (d / "model.safetensors").unlink()
+    rehash(d)
+    with pytest.raises(BundleError, match="torch backend needs the weights"):
+        Encoder.load(d, backend="torch")
+    assert Encoder.load(d).embed(["still works."]).shape == (1, 64)
+
+
+# ------------------------------------------------------------------------------------------ heads x encoders
+
+def test_head_refuses_another_encoder(bundle, tok, tmp_path, texts):
+    from lwx_edge.heads import HeadError, LogisticHead, load_head
+
+    labels = ["a" if i % 2 else "b" for i in range(len(texts))]
+    enc = Encoder.load(bundle)
+    head = LogisticHead(encoder=enc).fit(texts, labels)
+    head.save(tmp_path / "head")
+    back = load_head(tmp_path / "head", encoder=Encoder.load(bundle, backend="torch"))  # same weights
+    assert back.predict(texts).tolist() == head.predict(texts).tolist()
+    other = make_bundle(tmp_path / "other", tok, seed=1)
+    with pytest.raises(HeadError, match="fitted on another encoder"):
+        load_head(tmp_path / "head", encoder=Encoder.load(other))
+
+
+# ------------------------------------------------------------------------------------------ CLI
+
+def cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "lwx_edge", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """CSV files: topic by vocabulary (animals vs computers), English train, French eval."""
+    root = tmp_path_factory.mktemp("labelled")
+    rng = random.Random(0)
+    words = {"en": {"animal": "cat dog", "it": "file network server window"},
+             "fr": {"animal": "chat chien", "it": "fichier réseau serveur fenêtre"}}
+    for lang, n in (("en", 80), ("fr", 30)):
+        rows = ["text,label"]
+        for i in range(n):
+            label = ("animal", "it")[i % 2]
+            rows.append(" ".join(rng.choice(words[lang][label].split()) for _ in range(4)) + f",{label}")
+        (root / f"{lang}.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+def test_cli_fit_predict_search(bundle, labelled, tmp_path):
+    r = cli("fit", bundle, labelled / "en.csv", "-o", tmp_path / "head", "--kind", "logistic",
+            "--eval-lang", f"fr={labelled / 'fr.csv'}", "--json", tmp_path / "report.json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "dev (16 held-out examples): accuracy" in r.stdout and "fr (zero-shot, 30 examples)" in r.stdout
+    assert "true \\ pred" in r.stdout and f"-> {tmp_path / 'head'}" in r.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["dev"]["n"] == 16 and 0 <= report["fr"]["accuracy"] <= 1
+    meta = json.loads((tmp_path / "head" / "head.json").read_text())
+    assert meta["info"]["examples"] == 64 and meta["info"]["results"]["dev"]["n"] == 16
+
+    r = cli("predict", bundle, tmp_path / "head", "cat dog cat dog", "server file network")
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = [line.split("\t") for line in r.stdout.splitlines()]
+    assert [x[2] for x in lines] == ["cat dog cat dog", "server file network"]
+    assert all(x[0] in ("animal", "it") and 0.5 <= float(x[1]) <= 1 for x in lines)
+    r = cli("predict", bundle, tmp_path / "head", "--json", "le chat")
+    row = json.loads(r.stdout)
+    assert set(row["proba"]) == {"animal", "it"} and sum(row["proba"].values()) == pytest.approx(1, abs=1e-5)
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat is big.\nserver network file.\nle chien est petit.\n", encoding="utf-8")
+    r = cli("search", bundle, "server network file.", "--corpus", corpus, "-k", "2", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    hit = json.loads(r.stdout)["hits"]
+    assert len(hit) == 2 and hit[0]["text"] == "server network file." and hit[0]["score"] == pytest.approx(1, abs=1e-3)
+
+
+def test_cli_embed_to_npy_with_backend(bundle, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("the cat.\n\nle chat.\n", encoding="utf-8")
+    r = cli("embed", bundle, "--input", src, "-o", tmp_path / "v.npy", "--backend", "onnx")
+    assert r.returncode == 0, r.stderr[-2000:]
+    v = np.load(tmp_path / "v.npy")
+    assert v.shape == (2, 64) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+
+
+def test_cli_errors_are_one_line_with_exit_code_2(bundle, labelled, tok, tmp_path):
+    cases = [
+        (("fit", bundle, labelled / "en.csv", "-o", tmp_path / "h", "--text-col", "txt"), "no column 'txt'"),
+        (("fit", bundle, tmp_path / "none.csv", "-o", tmp_path / "h"), "no such labelled file"),
+        (("fit", bundle, labelled / "en.csv", "-o", tmp_path / "h", "--eval-lang", "fr"), "LANG=FILE"),
+        (("embed", tmp_path / "nobundle", "x"), "no such bundle directory"),
+        (("embed", bundle), "no texts"),
+        (("predict", bundle, tmp_path / "nohead", "x"), "no such head directory"),
+        (("search", bundle, "q", "--corpus", tmp_path / "none.txt"), "no such file"),
+    ]
+    for args, message in cases:
+        r = cli(*args)
+        assert r.returncode == 2, (args, r.stderr[-1000:])
+        assert "error: " in r.stderr and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "h").exists()  # nothing half-written
+    # a head used with another bundle
+    assert cli("fit", bundle, labelled / "en.csv", "-o", tmp_path / "h2").returncode == 0
+    other = make_bundle(tmp_path / "other", tok, seed=1)
+    from lwx_edge.export import export_bundle
+
+    export_bundle(other, formats=("onnx",), int8=True)
+    r = cli("predict", other, tmp_path / "h2", "x")
+    assert r.returncode == 2 and "fitted on another encoder" in r.stderr
