@@ -6,7 +6,7 @@ import sys
 import typer
 
 from ..errors import LwxError
-from . import data, embed, export, fit, predict, search, train
+from . import data, embed, eval, export, fit, predict, search, train
 
 app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -16,6 +16,7 @@ app.command("export")(export.export)
 app.command("fit")(fit.fit)
 app.command("predict")(predict.predict)
 app.command("search")(search.search)
+app.command("eval")(eval.eval_)
 app.add_typer(data.app, name="data")
 
 

@@ -1,0 +1,70 @@
+"""``lwx-edge eval``: cross-lingual retrieval and zero-shot classification on DDTP, with reference systems."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import typer
+
+REFERENCES = ("teacher", "tfidf", "random")
+
+
+def _tfidf(corpus: Path):
+    from ..evaluate import _docs, doc_text, tfidf_embedder
+
+    texts = [t for doc in _docs(corpus / "train.docs.jsonl") for lang in ("en", "fr", "de", "es", "it")
+             if (t := doc_text(doc, lang, "doc"))]
+    return tfidf_embedder(texts, sparse=True)  # the whole vocabulary (package names are strong cues)
+
+
+def eval_(
+    bundles: List[Path] = typer.Argument(..., help="Model bundles ('default': the shipped model)."),
+    corpus: Path = typer.Option(Path("data/corpus/ddtp"), "--corpus", help="DDTP corpus dir ({split}.docs.jsonl)."),
+    split: str = typer.Option("test", "--split", help="dev | test."),
+    tasks: str = typer.Option("xsr,cls", "--tasks", help="xsr (retrieval), cls (zero-shot classification)."),
+    refs: str = typer.Option("teacher,tfidf,random", "--refs", help="Reference systems scored in the same run "
+                                                                     "(teacher, tfidf, random; '' for none)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write results JSON here (and a .md table beside it)."),
+) -> None:
+    """Score bundles and reference systems on the same DDTP split; print a markdown table."""
+    from ..bundle import write_json_atomic, write_text_atomic
+    from ..encoder import Encoder
+    from ..errors import InputError
+    from ..evaluate import evaluate_ddtp, markdown_table, random_embedder
+
+    if split not in ("dev", "test"):
+        raise InputError(f"--split must be dev or test, got {split!r} (the train split is what models learn from)")
+    task_list = [t for t in tasks.split(",") if t]
+    if not task_list or set(task_list) - {"xsr", "cls"}:
+        raise InputError(f"--tasks takes xsr and/or cls, got {tasks!r}")
+    ref_list = [r for r in refs.split(",") if r]
+    if set(ref_list) - set(REFERENCES):
+        raise InputError(f"--refs takes {', '.join(REFERENCES)}, got {refs!r}")
+    if not (corpus / f"{split}.docs.jsonl").is_file():
+        raise InputError(f"{corpus}: no {split}.docs.jsonl (build it with: lwx-edge data ddtp)")
+    systems = {}
+    for b in bundles:
+        enc = Encoder.load(b)
+        systems[f"lwx-edge {b}" if str(b) != "default" else "lwx-edge default"] = (
+            lambda texts, enc=enc: enc.embed(list(texts), batch_size=64, truncation="ignore", progress=len(texts) > 2000))
+    if "teacher" in ref_list:
+        from ..data.teacher import USETeacher
+
+        teacher = USETeacher()
+
+        def use(texts, batch=256):
+            import numpy as np
+
+            return np.concatenate([teacher.encode(list(texts[s:s + batch])) for s in range(0, len(texts), batch)])
+
+        systems["teacher USE-m v3"] = use
+    if "tfidf" in ref_list:
+        systems["TF-IDF"] = _tfidf(corpus)
+    if "random" in ref_list:
+        systems["random"] = random_embedder()
+    results = evaluate_ddtp(systems, corpus, split, task_list, log=lambda m: typer.echo(m, err=True))
+    table = markdown_table(results, split)
+    typer.echo(table)
+    if out:
+        write_json_atomic(out, {"split": split, "corpus": str(corpus), "tasks": task_list, "results": results})
+        write_text_atomic(out.with_suffix(".md"), table + "\n")

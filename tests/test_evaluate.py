@@ -1,0 +1,105 @@
+"""Evaluation protocols (issue #6 §1): DDTP retrieval and zero-shot section classification, reference systems."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from lwx_edge.evaluate import (SECTIONS, ddtp_pairs, doc_text, evaluate_ddtp, markdown_table, p_at_1,
+                               random_embedder, section_docs, tfidf_embedder)
+
+LEX = {  # section -> words per language; a word identifies its section in every language
+    "games": {"en": "game play level", "fr": "jeu jouer niveau", "de": "spiel spielen stufe"},
+    "sound": {"en": "sound audio music", "fr": "son audio musique", "de": "klang audio musik"},
+    "mail": {"en": "mail message inbox", "fr": "courrier message boîte", "de": "post nachricht postfach"},
+}
+
+
+def write_split(path, n, seed):
+    rng = np.random.default_rng(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            sec = list(LEX)[i % 3]
+            picks = rng.integers(0, 3, size=4)
+            doc = {"md5": f"{seed}-{i}", "section": sec if i % 2 else f"contrib/{sec}", "short": {}, "long": {}}
+            for lang in ("en", "fr", "de"):
+                words = LEX[sec][lang].split()
+                doc["short"][lang] = " ".join(words[p] for p in picks) + f" n{seed}x{i}"
+                doc["long"][lang] = f"about {words[0]} id{seed}x{i}"
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ddtp")
+    for split, n, seed in (("train", 60, 0), ("dev", 30, 1), ("test", 30, 2)):
+        write_split(d / f"{split}.docs.jsonl", n, seed)
+    return d
+
+
+def test_pairs_doc_text_and_sections(corpus):
+    src, tgt = ddtp_pairs(corpus / "test.docs.jsonl", "fr")
+    assert len(src) == len(tgt) == 30 and src[0].endswith("n2x0")
+    doc = json.loads((corpus / "test.docs.jsonl").read_text().splitlines()[0])
+    assert doc_text(doc, "fr", "doc") == doc["short"]["fr"] + "\n" + doc["long"]["fr"]
+    assert doc_text(doc, "es", "doc") is None
+    texts, labels = section_docs(corpus / "train.docs.jsonl", "en")
+    assert len(texts) == 60 and set(labels) == set(LEX) and set(LEX) <= set(SECTIONS)  # contrib/ stripped
+
+
+def test_p_at_1_dense_and_sparse_agree():
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(50, 8))
+    k = q + 0.1 * rng.normal(size=(50, 8))
+    k[3], k[7] = k[7].copy(), k[3].copy()  # two wrong
+    assert p_at_1(q, k) == pytest.approx(48 / 50)
+    qs, ks = sparse.csr_matrix(np.abs(q)), sparse.csr_matrix(np.abs(k))
+    assert p_at_1(qs, ks) == p_at_1(np.abs(q), np.abs(k))
+
+
+def test_reference_systems_rank_as_expected(corpus):
+    fit = [t for split in ("train",) for line in (corpus / f"{split}.docs.jsonl").read_text().splitlines()
+           for t in json.loads(line)["short"].values()]
+    oracle_vocab = {w: i for i, w in enumerate(sorted({w for lex in LEX.values() for ws in lex.values()
+                                                       for w in ws.split()}))}
+    translate = {w: en for lex in LEX.values() for lang, ws in lex.items()
+                 for w, en in zip(ws.split(), lex["en"].split())}
+
+    def oracle(texts):  # a perfect translator: bag of English words + the unique id token
+        out = np.zeros((len(texts), len(oracle_vocab) + 500), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.split():
+                if w in translate:
+                    out[i, oracle_vocab[translate[w]]] += 1
+                elif w.startswith(("n", "id")) and "x" in w:
+                    out[i, len(oracle_vocab) + hash(w.split("x")[-1]) % 500] += 3
+        return out
+
+    res = evaluate_ddtp({"oracle": oracle, "tfidf": tfidf_embedder(fit, sparse=True), "random": random_embedder(16)},
+                        corpus, "test", log=lambda m: None)
+    assert res["oracle"]["xsr_short"]["avg"] > 0.9 and res["oracle"]["cls"]["avg_en_x"] == 1.0
+    assert res["random"]["cls"]["avg_en_x"] < 0.7 and res["random"]["xsr_short"]["avg"] < 0.3
+    assert set(res["tfidf"]["cls"]["langs"]) == {"en", "fr", "de"}
+    assert res["tfidf"]["cls"]["langs"]["en"]["balanced_accuracy"] == 1.0  # in-language: words match exactly
+    table = markdown_table(res, "test")
+    assert "| oracle | " in table and "cls en→fr" in table
+
+
+def test_random_embedder_is_deterministic():
+    e = random_embedder(8, seed=1)
+    a, b = e(["x", "y", "x"]), e(["x"])
+    assert np.array_equal(a[0], a[2]) and np.array_equal(a[0], b[0]) and not np.array_equal(a[0], a[1])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--split", "train"], "--split must be dev or test"),
+    (["--tasks", "bleu"], "--tasks takes xsr and/or cls"),
+    (["--refs", "gpt"], "--refs takes teacher, tfidf, random"),
+    (["--corpus", "nowhere"], "no test.docs.jsonl"),
+])
+def test_cli_eval_errors(args, message):
+    r = subprocess.run([sys.executable, "-m", "lwx_edge", "eval", "default", *args], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
