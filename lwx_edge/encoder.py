@@ -25,6 +25,7 @@ import importlib.util
 import os
 import threading
 import warnings
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -34,7 +35,10 @@ from .errors import BundleError, InputError, LwxError
 from .runtime import Backend
 from .tokenizer import Tokenizer
 
-__all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "BACKENDS", "ARTIFACTS"]
+__all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "BACKENDS", "ARTIFACTS", "DEFAULT_MODEL"]
+
+# The int8 model shipped inside the package (tools/make_default_model.py builds it); Encoder.load() loads it.
+DEFAULT_MODEL = Path(__file__).resolve().parent / "default_model"
 
 BACKENDS = ("auto", "onnx", "executorch", "torch")
 # (backend, file, precision) in the order "auto" prefers them
@@ -52,6 +56,14 @@ _INSTALL = {"onnx": "pip install onnxruntime",
             "torch": "pip install 'lwx-edge[train]'"}
 _EXPORT_HINT = {"onnx": "lwx-edge export BUNDLE --int8 --format onnx",
                 "executorch": "lwx-edge export BUNDLE --int8 --format pte"}
+
+
+def default_model_path() -> Path:
+    """The shipped default bundle, or a BundleError saying it is not part of this install."""
+    if not (DEFAULT_MODEL / "manifest.json").is_file():
+        raise BundleError(f"no default model in this install ({DEFAULT_MODEL} is missing); give a bundle path, "
+                          "or rebuild it: python tools/make_default_model.py BUNDLE")
+    return DEFAULT_MODEL
 
 
 class BackendUnavailable(LwxError):
@@ -117,9 +129,9 @@ class Encoder:
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, path: str | os.PathLike, backend: str = "auto", threads: int | None = None, *,
+    def load(cls, path: str | os.PathLike | None = None, backend: str = "auto", threads: int | None = None, *,
              precision: str | None = None, device: str = "cpu", verify: bool = True) -> "Encoder":
-        """Load a bundle directory.
+        """Load a bundle directory; with no ``path`` (or ``"default"``) the default model shipped in the package.
 
         ``backend``: "auto" | "onnx" | "executorch" | "torch" (see the module docstring). ``threads``: CPU
         threads of the runtime (None: the runtime's default). onnxruntime's is per session; ExecuTorch's and
@@ -135,6 +147,9 @@ class Encoder:
             raise InputError(f"threads must be a positive integer or None, got {threads!r}")
         if precision is not None and precision not in ("int8", "fp32"):
             raise InputError(f"precision must be 'int8', 'fp32' or None, got {precision!r}")
+        if path is None or (isinstance(path, (str, os.PathLike)) and os.fspath(path) == "default"
+                            and not Path(path).exists()):
+            path = default_model_path()
         if not isinstance(path, (str, os.PathLike)):
             raise InputError(f"path must be a bundle directory (str or Path), got {type(path).__name__}")
 

@@ -10,7 +10,7 @@ import typer
 
 
 def embed(
-    bundle: Path = typer.Argument(..., help="Model bundle directory."),
+    bundle: Path = typer.Argument(..., help="Model bundle directory, or 'default' for the shipped model."),
     texts: List[str] = typer.Argument(None, help="Texts to embed (or use --input)."),
     input: Optional[Path] = typer.Option(None, "--input", "-i", help="A text file, one sentence per line."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write .npy (or .jsonl); default JSONL to stdout."),

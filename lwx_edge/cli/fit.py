@@ -28,7 +28,7 @@ def _report(title: str, report: dict) -> None:
 
 
 def fit(
-    bundle: Path = typer.Argument(..., help="Model bundle directory."),
+    bundle: Path = typer.Argument(..., help="Model bundle directory, or 'default' for the shipped model."),
     data: Path = typer.Argument(..., help="Labelled examples: .csv, .tsv (header row) or .jsonl."),
     out: Path = typer.Option(..., "--out", "-o", help="Head directory to write (head.json + head.npz)."),
     text_col: str = typer.Option("text", "--text-col", help="Column with the text."),

@@ -10,7 +10,7 @@ import typer
 
 
 def predict(
-    bundle: Path = typer.Argument(..., help="Model bundle directory (the one the head was fitted on)."),
+    bundle: Path = typer.Argument(..., help="Model bundle directory the head was fitted on ('default': the shipped model)."),
     head: Path = typer.Argument(..., help="Head directory written by lwx-edge fit."),
     texts: List[str] = typer.Argument(None, help="Texts to classify (or use --input)."),
     input: Optional[Path] = typer.Option(None, "--input", "-i", help="A text file, one text per line ('-': stdin)."),

@@ -10,7 +10,7 @@ import typer
 
 
 def search(
-    bundle: Path = typer.Argument(..., help="Model bundle directory."),
+    bundle: Path = typer.Argument(..., help="Model bundle directory, or 'default' for the shipped model."),
     queries: List[str] = typer.Argument(None, help="Query texts (or use --input)."),
     corpus: Path = typer.Option(..., "--corpus", "-c", help="Text file to search, one entry per line."),
     input: Optional[Path] = typer.Option(None, "--input", "-i", help="Queries from a file, one per line."),

@@ -1,0 +1,58 @@
+"""Build the default model shipped in the package (``lwx_edge/default_model``) from a trained bundle.
+
+    python tools/make_default_model.py runs/default/best --results runs/default/final_metrics.json
+
+Exports the bundle ``--int8`` to ExecuTorch and ONNX (with the parity checks of ``lwx-edge export``) into a
+temporary copy, keeps only what an app needs -- ``config.json``, ``tokenizer.model``, ``model.int8.pte``,
+``model.int8.onnx``, ``parity.json`` and the evaluation results given -- writes a manifest for exactly those
+files (with the sha256 of the fp32 weights they came from, and the training record), and replaces
+``lwx_edge/default_model`` atomically. The fp32 weights stay in the run directory: ~50 MB the package
+does not need.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KEEP = ("config.json", "tokenizer.model", "model.int8.pte", "model.int8.onnx", "parity.json")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("bundle", type=Path, help="trained bundle (e.g. runs/default/best)")
+    ap.add_argument("--results", type=Path, nargs="*", default=[],
+                    help="JSON evaluation results to ship beside the model (copied by name)")
+    ap.add_argument("--out", type=Path, default=ROOT / "lwx_edge" / "default_model")
+    a = ap.parse_args()
+
+    from lwx_edge.bundle import WEIGHTS, Bundle, atomic_dir, write_manifest
+    from lwx_edge.export import export_bundle
+
+    src = Bundle.load(a.bundle)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "bundle"
+        report = export_bundle(src.path, formats=("pte", "onnx"), int8=True, out=copy, log=print)
+        exported = json.loads((copy / "manifest.json").read_text())
+        with atomic_dir(a.out) as d:
+            for name in KEEP:
+                shutil.copy2(copy / name, d / name)
+            for r in a.results:
+                shutil.copy2(r, d / r.name)
+            info = {k: v for k, v in exported.items()
+                    if k not in ("format", "format_version", "lwx_edge_version", "created", "files")}
+            info["artifacts"] = {k: v for k, v in (info.get("artifacts") or {}).items() if k in KEEP}
+            info["source"] = {"bundle": str(a.bundle), "weights_sha256": src.sha256(WEIGHTS),
+                              "command": "python tools/make_default_model.py " + " ".join(sys.argv[1:])}
+            write_manifest(d, info)
+    sizes = {p.name: p.stat().st_size for p in a.out.rglob("*") if p.is_file()}
+    print(json.dumps({"out": str(a.out), "bytes": sizes, "total_mb": round(sum(sizes.values()) / 2**20, 2),
+                      "int8_cosine": {k: {"mean": v["cos_mean"], "min": v["cos_min"]} for k, v in report["artifacts"].items()}}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
