@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
+from .versions import package_version
 
 
 def available() -> tuple[bool, str]:
@@ -26,15 +26,6 @@ def available() -> tuple[bool, str]:
     except Exception as e:  # ImportError, or a broken native extension
         return False, f"executorch is not importable ({type(e).__name__}: {e})"
     return True, ""
-
-
-def _version(pkg: str) -> str:
-    try:
-        from importlib.metadata import version
-
-        return version(pkg)
-    except Exception:
-        return "unknown"
 
 
 def export_pte(encoder, path: str | os.PathLike, *, int8: bool, max_batch: int, max_len: int) -> dict:
@@ -79,7 +70,7 @@ def export_pte(encoder, path: str | os.PathLike, *, int8: bool, max_batch: int, 
         "delegation": delegation,
         "export_seconds": round(time.perf_counter() - t0, 1),
         "torch_export_seconds": round(t_export, 1),
-        "executorch_version": _version("executorch"),
+        "executorch_version": package_version("executorch"),
         "runtime_notes": ("XNNPACK delegate; int8 also needs the quantized kernels (embedding_byte): in Python "
                           "`import executorch.kernels.quantized` before loading" if int8 else "XNNPACK delegate"),
     }
@@ -95,46 +86,3 @@ def _delegation(edge) -> dict:
                 "non_delegated_nodes": int(info.num_non_delegated_nodes)}
     except Exception as e:  # informational only
         return {"error": f"{type(e).__name__}: {e}"}
-
-
-def set_threads(n: int) -> None:
-    """Reset ExecuTorch's CPU threadpool (must happen before ``load_method`` to affect XNNPACK)."""
-    from executorch.extension.pybindings import portable_lib
-
-    portable_lib._unsafe_reset_threadpool(int(n))
-
-
-class PteRunner:
-    """Runs a ``.pte`` with ExecuTorch's Python runtime; batches above ``max_batch`` are chunked."""
-
-    def __init__(self, path: str | os.PathLike, max_batch: int | None = None, threads: int | None = None):
-        from executorch.runtime import Runtime
-
-        try:
-            import executorch.kernels.quantized  # noqa: F401  (embedding_byte for int8 programs)
-        except Exception:
-            pass
-        if threads:
-            set_threads(threads)
-        self.path = Path(path)
-        self.program = Runtime.get().load_program(str(self.path))
-        self.method = self.program.load_method("forward")
-        self.max_batch = max_batch or self._constant("get_max_batch") or 1
-
-    def _constant(self, name: str) -> int | None:
-        try:
-            return int(self.program.load_method(name).execute([])[0])
-        except Exception:
-            return None
-
-    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        import torch
-
-        ids = np.ascontiguousarray(input_ids, dtype=np.int64)
-        mask = np.ascontiguousarray(attention_mask, dtype=np.int64)
-        outs = []
-        for s in range(0, ids.shape[0], self.max_batch):
-            out = self.method.execute([torch.from_numpy(ids[s:s + self.max_batch]),
-                                       torch.from_numpy(mask[s:s + self.max_batch])])[0]
-            outs.append(out.detach().numpy().astype(np.float32, copy=True))
-        return np.concatenate(outs, axis=0)

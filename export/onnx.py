@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
-import numpy as np
+from .versions import package_version
 
 
 def available() -> tuple[bool, str]:
@@ -21,15 +20,6 @@ def available() -> tuple[bool, str]:
     except Exception as e:
         return False, f"onnx/onnxscript/onnxruntime are not importable ({type(e).__name__}: {e})"
     return True, ""
-
-
-def _version(pkg: str) -> str:
-    try:
-        from importlib.metadata import version
-
-        return version(pkg)
-    except Exception:
-        return "unknown"
 
 
 def export_onnx(encoder, path: str | os.PathLike, *, max_len: int) -> dict:
@@ -77,24 +67,4 @@ def quantize(src: str | os.PathLike, dst: str | os.PathLike, workdir: str | os.P
     quantize_onnx(src, dst, workdir)
     return {"precision": "int8", "quantization": ONNX_INT8_RECIPE,
             "quantize_seconds": round(time.perf_counter() - t0, 1),
-            "onnxruntime_version": _version("onnxruntime")}
-
-
-class OnnxRunner:
-    """Runs an ONNX artefact with onnxruntime (CPU)."""
-
-    def __init__(self, path: str | os.PathLike, threads: int | None = None):
-        import onnxruntime as ort
-
-        so = ort.SessionOptions()
-        if threads:
-            so.intra_op_num_threads = int(threads)
-            so.inter_op_num_threads = 1
-        so.log_severity_level = 3
-        self.path = Path(path)
-        self.session = ort.InferenceSession(str(self.path), so, providers=["CPUExecutionProvider"])
-
-    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        return self.session.run(["sentence_embedding"], {
-            "input_ids": np.ascontiguousarray(input_ids, dtype=np.int64),
-            "attention_mask": np.ascontiguousarray(attention_mask, dtype=np.int64)})[0]
+            "onnxruntime_version": package_version("onnxruntime")}

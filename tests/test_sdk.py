@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from lwx_edge import Encoder
-from lwx_edge.bundle import Bundle, write_manifest
+from lwx_edge.bundle import write_manifest
 from lwx_edge.encoder import TruncationWarning
 from lwx_edge.errors import BundleError, InputError
 from lwx_edge.search import search, similarity

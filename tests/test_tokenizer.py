@@ -6,7 +6,6 @@ import pickle
 import random
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np

@@ -115,11 +115,11 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
         elif runtime.startswith("onnx"):
             import onnxruntime  # noqa: F401
 
-            from lwx_edge.export.onnx import OnnxRunner
+            from lwx_edge.runtime.onnx_backend import OnnxBackend
 
             imported = rss_mb()
             t0 = time.perf_counter()
-            run = OnnxRunner(bundle / ARTEFACT[runtime], threads=threads).run
+            run = OnnxBackend(bundle / ARTEFACT[runtime], threads=threads).run
         else:
             from lwx_edge.export._quiet import native_quiet
 
@@ -127,11 +127,11 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
                 import executorch.kernels.quantized  # noqa: F401
                 from executorch.runtime import Runtime  # noqa: F401
 
-                from lwx_edge.export.executorch import PteRunner
+                from lwx_edge.runtime.executorch_backend import ExecuTorchBackend
 
                 imported = rss_mb()
                 t0 = time.perf_counter()
-                run = PteRunner(bundle / ARTEFACT[runtime], threads=threads).run
+                run = ExecuTorchBackend(bundle / ARTEFACT[runtime], threads=threads).run
         load_s = time.perf_counter() - t0
 
         def embed(texts):
