@@ -1,0 +1,107 @@
+"""The default model shipped in the package: loads with no path, offline and without torch, embeds across
+languages, and a head fitted on English Debian descriptions classifies French, German, Spanish and Italian
+ones (DDTP sections, the MLDoc zero-shot protocol; tests/data/ddtp_sections.jsonl, drawn from the DDTP
+train split for English and the test split for the other languages).
+"""
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lwx_edge import Encoder
+from lwx_edge.encoder import DEFAULT_MODEL
+
+DATA = Path(__file__).parent / "data" / "ddtp_sections.jsonl"
+PAIRS = Path(__file__).parent / "data" / "ddtp_test_pairs.tsv"
+REPO = Path(__file__).resolve().parents[1]
+BLOCK_TORCH = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('torch', 'executorch', 'safetensors', 'torchao'):
+            raise ImportError('blocked for this test: ' + name)
+sys.meta_path.insert(0, Block())
+"""
+
+
+@pytest.fixture(scope="module")
+def enc():
+    return Encoder.load()
+
+
+def test_loads_with_no_path_and_verifies(enc):
+    assert enc.bundle.path == DEFAULT_MODEL
+    assert (enc.backend_name, enc.artifact, enc.dim) == ("onnx", "model.int8.onnx", 512)
+    manifest = json.loads((DEFAULT_MODEL / "manifest.json").read_text())
+    assert set(manifest["files"]) >= {"config.json", "tokenizer.model", "model.int8.onnx", "model.int8.pte"}
+    assert "model.safetensors" not in manifest["files"]  # the package ships int8 artefacts only
+    size = sum((DEFAULT_MODEL / f).stat().st_size for f in manifest["files"])
+    assert size < 40 * 2**20
+    assert Encoder.load("default").artifact == "model.int8.onnx"
+
+
+def test_translations_are_nearest_neighbours(enc):
+    """50 DDTP test-split short descriptions per language (tests/data/ddtp_test_pairs.tsv): the translation is
+    the cosine nearest neighbour among the 50 (chance 0.02; the teacher scores 0.94-1.0 here)."""
+    import csv
+
+    with open(PAIRS, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    scores = {}
+    for lang in ("fr", "de", "es", "it"):
+        pairs = [r for r in rows if r["lang"] == lang]
+        a, b = enc.embed([r["en"] for r in pairs]), enc.embed([r["translation"] for r in pairs])
+        S = a @ b.T
+        scores[lang] = float(np.mean(S.argmax(1) == np.arange(len(pairs))))
+    assert min(scores.values()) >= 0.4 and np.mean(list(scores.values())) >= 0.6, scores
+
+
+def test_head_on_english_transfers_zero_shot(enc):
+    from lwx_edge.heads import LogisticHead
+
+    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
+    X = enc.embed([r["text"] for r in rows], truncation="ignore")
+    y = np.array([r["section"] for r in rows])
+    lang = np.array([r["lang"] for r in rows])
+    train = lang == "en"
+    assert len(set(y)) == 8 and train.sum() == 240
+    head = LogisticHead().fit(X[train], y[train])
+    assert head.score(X[train], y[train]) > 0.9
+    acc = {lg: float(np.mean(head.predict(X[lang == lg]) == y[lang == lg])) for lg in ("fr", "de", "es", "it")}
+    # Chance is 1/8 = 0.125 and the teacher (USE-multilingual) scores 0.73-0.79 on these files. The CPU-trained
+    # default model transfers only weakly (0.20-0.28 measured; the MLP head is at chance for fr/it): this
+    # pins the level it reaches, see the README's results.
+    assert np.mean(list(acc.values())) > 0.18, acc
+
+
+def test_default_model_without_torch_and_from_the_cli(tmp_path):
+    code = BLOCK_TORCH + """
+from lwx_edge import Encoder
+v = Encoder.load().embed(['Un éditeur de texte', 'A text editor'])
+print(round(float(v[0] @ v[1]), 3), sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cos, mods = r.stdout.split(" ", 1)
+    assert float(cos) > 0.5 and mods.strip() == "[]"
+    r = subprocess.run([sys.executable, "-m", "lwx_edge", "embed", "default", "Bonjour", "-o", str(tmp_path / "v.npy")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert np.load(tmp_path / "v.npy").shape == (1, 512)
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_default_model_and_every_package(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
+                        "-q", "-w", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (wheel,) = tmp_path.glob("lwx_edge-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for f in ("config.json", "tokenizer.model", "model.int8.onnx", "model.int8.pte", "manifest.json"):
+        assert f"lwx_edge/default_model/{f}" in names
+    for mod in ("lwx_edge/export/__init__.py", "lwx_edge/heads/mlp.py", "lwx_edge/runtime/onnx_backend.py"):
+        assert mod in names
