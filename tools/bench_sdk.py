@@ -83,7 +83,7 @@ def markdown(res: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("bundle", type=Path)
+    ap.add_argument("bundle", type=Path, help="exported bundle, or 'default' for the shipped model")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "bench_sdk.json")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=32)
@@ -91,6 +91,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--worker", nargs=2, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if str(a.bundle) == "default" and not a.bundle.exists():
+        from lwx_edge.encoder import default_model_path
+
+        a.bundle = default_model_path()
     if a.worker:
         print(json.dumps(worker(a.bundle, *a.worker, a.threads, a.n, a.batch, a.repeats)))
         return
