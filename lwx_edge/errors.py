@@ -15,3 +15,14 @@ class CorpusError(LwxError):
 
 class BundleError(LwxError):
     """A model bundle that is missing, corrupt, truncated or mismatched."""
+
+
+def open_input(path, what: str, error: type[LwxError] = InputError, mode: str = "r", **kwargs):
+    """``open(path, mode, **kwargs)``, or ``error`` naming the path and ``what`` the file is for
+    ("no such corpus file", "cannot read the corpus file (Permission denied)")."""
+    try:
+        return open(path, mode, **kwargs)
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what}") from None
+    except OSError as e:
+        raise error(f"{path}: cannot read the {what} ({e.strerror or e})") from None

@@ -49,15 +49,21 @@ def _normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
+def _pair(a, b, names: tuple[str, str], normalize: bool):
+    """Both inputs as checked 2-d float32 matrices of one dimension (unit rows with ``normalize``), each
+    with its was-a-single-vector flag."""
+    (A, sa), (B, sb) = _matrix(a, names[0]), _matrix(b, names[1])
+    if A.shape[1] != B.shape[1]:
+        raise InputError(f"{names[0]} and {names[1]} have different dimensions ({A.shape[1]} vs {B.shape[1]})")
+    if normalize:
+        A, B = _normalise(A), _normalise(B)
+    return (A, sa), (B, sb)
+
+
 def similarity(a, b, normalize: bool = True):
     """Cosine similarity (dot product with ``normalize=False``). Vector x vector -> float; vector x matrix
     -> [m]; matrix x vector -> [n]; matrix x matrix -> [n, m] (float32)."""
-    A, sa = _matrix(a, "a")
-    B, sb = _matrix(b, "b")
-    if A.shape[1] != B.shape[1]:
-        raise InputError(f"a and b have different dimensions ({A.shape[1]} vs {B.shape[1]})")
-    if normalize:
-        A, B = _normalise(A), _normalise(B)
+    (A, sa), (B, sb) = _pair(a, b, ("a", "b"), normalize)
     S = A @ B.T
     if sa and sb:
         return float(S[0, 0])
@@ -75,12 +81,7 @@ def search(queries, corpus, top_k: int = 10, normalize: bool = True,
     ``top_k`` is clipped to the corpus size. Ties are broken by the lower corpus index."""
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise InputError(f"top_k must be a positive integer, got {top_k!r}")
-    Q, single = _matrix(queries, "queries")
-    C, _ = _matrix(corpus, "corpus")
-    if Q.shape[1] != C.shape[1]:
-        raise InputError(f"queries and corpus have different dimensions ({Q.shape[1]} vs {C.shape[1]})")
-    if normalize:
-        Q, C = _normalise(Q), _normalise(C)
+    (Q, single), (C, _) = _pair(queries, corpus, ("queries", "corpus"), normalize)
     n, k = C.shape[0], int(min(top_k, C.shape[0]))
     step = max(1, int(block_elements) // max(1, n))
     idx_out = np.empty((Q.shape[0], k), dtype=np.int64)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..errors import CorpusError
+from ..errors import CorpusError, open_input
 from ..text import LANGUAGES, normalize
 
 MAX_EXAMPLES = 5
@@ -115,13 +115,7 @@ def _lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     """(line number from 1, raw bytes without the line ending), gunzipped when the file is gzip (by name or
     magic bytes); CorpusError naming the path for a missing, unreadable or corrupt file."""
     path = Path(path)
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        raise CorpusError(f"{path}: no such corpus file") from None
-    except OSError as e:
-        raise CorpusError(f"{path}: cannot read the corpus file ({e.strerror or e})") from None
-    with f:
+    with open_input(path, "corpus file", CorpusError, "rb") as f:
         try:
             gz = path.suffix == ".gz" or f.peek(2)[:2] == b"\x1f\x8b"
             stream = gzip.GzipFile(fileobj=f, mode="rb") if gz else f

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..bundle import write_json_atomic, write_text_atomic
-from ..errors import CorpusError
+from ..errors import CorpusError, open_input
 from ..text import LANGUAGES, normalize
 from .corpus import CorpusStats, PairFilter, _Checker, read_tsv
 
@@ -86,13 +86,7 @@ def build_mono(out_dir: str | Path, ddtp_dir: str | Path | None = None, gettext_
 
 def read_mono(path: str | Path) -> Iterator[str]:
     """The non-empty lines of a monolingual file, stripped; CorpusError when the file is missing."""
-    try:
-        f = open(path, encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise CorpusError(f"{path}: no such monolingual file") from None
-    except OSError as e:
-        raise CorpusError(f"{path}: cannot read the monolingual file ({e.strerror or e})") from None
-    with f:
+    with open_input(path, "monolingual file", CorpusError, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
             if line:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, open_input
 
 
 @dataclass
@@ -29,13 +29,7 @@ class LabelledFile:
 
 def _rows(path: Path):
     suffix = path.suffix.lower()
-    try:
-        f = open(path, encoding="utf-8-sig", newline="")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such labelled file") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
-    with f:
+    with open_input(path, "labelled file", encoding="utf-8-sig", newline="") as f:
         try:
             if suffix in (".jsonl", ".json"):
                 for i, line in enumerate(f, 1):
