@@ -45,7 +45,7 @@ def eval_(
     systems = {}
     for b in bundles:
         enc = Encoder.load(b)
-        systems[f"lwx-edge {b}" if str(b) != "default" else "lwx-edge default"] = (
+        systems[f"lwx-edge {b}"] = (
             lambda texts, enc=enc: enc.embed(list(texts), batch_size=64, truncation="ignore", progress=len(texts) > 2000))
     if "teacher" in ref_list:
         from ..data.teacher import USETeacher
