@@ -56,9 +56,14 @@ def retrieval(embed: Callable[[Sequence[str]], np.ndarray], docs_path: str | os.
               langs: Sequence[str] = ("fr", "de", "es", "it"), field: str = "short",
               max_pairs: int | None = None) -> dict[str, float]:
     """P@1 both directions for en<->each language: {"en-fr": .., "fr-en": .., ..., "avg": ..}."""
+    return pair_retrieval(embed, {lang: ddtp_pairs(docs_path, lang, field) for lang in langs}, max_pairs)
+
+
+def pair_retrieval(embed: Callable[[Sequence[str]], np.ndarray], pairs: dict[str, tuple[list[str], list[str]]],
+                   max_pairs: int | None = None) -> dict[str, float]:
+    """P@1 both directions for each language's (English texts, translations), row i translating row i."""
     out = {}
-    for lang in langs:
-        src, tgt = ddtp_pairs(docs_path, lang, field)
+    for lang, (src, tgt) in pairs.items():
         if max_pairs:
             src, tgt = src[:max_pairs], tgt[:max_pairs]
         if len(src) < 2:
@@ -69,6 +74,28 @@ def retrieval(embed: Callable[[Sequence[str]], np.ndarray], docs_path: str | os.
     if out:
         out["avg"] = float(np.mean(list(out.values())))
     return out
+
+
+def tsv_pairs(path: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """English/translation pairs of a corpus file (``en<TAB>xx`` lines), deduplicated on both sides
+    (normalised) so every query has exactly one gold target."""
+    src, tgt, seen_s, seen_t = [], [], set(), set()
+    try:
+        with open(path, encoding="utf-8") as f:
+            for i, line in enumerate(f, 1):
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 2:
+                    raise CorpusError(f"{path}:{i}: expected 'english<TAB>translation', got {len(parts)} fields")
+                ks, kt = normalize(parts[0]), normalize(parts[1])
+                if ks in seen_s or kt in seen_t:
+                    continue
+                seen_s.add(ks)
+                seen_t.add(kt)
+                src.append(parts[0])
+                tgt.append(parts[1])
+    except OSError as e:
+        raise CorpusError(f"{path}: cannot read the pairs ({e.strerror})") from None
+    return src, tgt
 
 
 def tfidf_embedder(fit_texts: Sequence[str], max_features: int | None = None, sparse: bool = False):
@@ -181,14 +208,21 @@ def random_embedder(dim: int = 512, seed: int = 0) -> Callable[[Sequence[str]], 
 
 
 def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], corpus_dir: str | os.PathLike,
-                  split: str = "test", tasks: Sequence[str] = ("xsr", "cls"), log: Callable[[str], None] = print) -> dict:
-    """Every task for every system on one split: {system: {"xsr_short": {...}, "xsr_doc": {...}, "cls": {...}}}."""
+                  split: str = "test", tasks: Sequence[str] = ("xsr", "cls"), log: Callable[[str], None] = print,
+                  dialogue_dir: str | os.PathLike | None = None) -> dict:
+    """Every task for every system on one split: {system: {"xsr_short": {...}, "xsr_doc": {...}, "cls": {...},
+    "xsr_dialogue": {...}}}; "dialogue" is retrieval on ``dialogue_dir/{split}.en-xx.tsv`` (everyday-style text)."""
     from pathlib import Path
 
     docs = Path(corpus_dir) / f"{split}.docs.jsonl"
+    dialogue = ({lang: tsv_pairs(Path(dialogue_dir) / f"{split}.en-{lang}.tsv") for lang in ("fr", "de", "es", "it")}
+                if "dialogue" in tasks else {})
     results = {}
     for name, embed in systems.items():
         r = {}
+        if dialogue:
+            r["xsr_dialogue"] = pair_retrieval(embed, dialogue)
+            log(f"{name}: xsr dialogue avg P@1 {r['xsr_dialogue']['avg']:.4f}")
         if "xsr" in tasks:
             for field in ("short", "doc"):
                 r[f"xsr_{field}"] = retrieval(embed, docs, field=field)
@@ -203,14 +237,16 @@ def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], cor
 def markdown_table(results: dict, split: str) -> str:
     """One row per system: XSR P@1 (short, doc; avg of both directions) and zero-shot classification."""
     langs = ("fr", "de", "es", "it")
-    head = ("| system | XSR short avg | XSR doc avg | " + " | ".join(f"cls en→{x}" for x in langs)
+    head = ("| system | XSR short avg | XSR doc avg | XSR dialogue avg | " + " | ".join(f"cls en→{x}" for x in langs)
             + " | cls en→X avg | cls en (in-language) |")
     rows = [f"DDTP {split} split: XSR = cosine P@1 (en↔X, both directions, pool = all texts of the split); "
+            "dialogue = the same on the Wesnoth campaigns' dialogue of the split; "
             "cls = balanced accuracy over 8 Debian sections, logistic head fitted on English train docs, "
             "C chosen on English dev.", "", head, "|" + "---|" * (head.count("|") - 1)]
     for name, r in results.items():
         xs, xd, cl = r.get("xsr_short", {}), r.get("xsr_doc", {}), r.get("cls", {})
-        cells = [f"{xs.get('avg', float('nan')):.3f}", f"{xd.get('avg', float('nan')):.3f}"]
+        cells = [f"{xs.get('avg', float('nan')):.3f}", f"{xd.get('avg', float('nan')):.3f}",
+                 f"{r.get('xsr_dialogue', {}).get('avg', float('nan')):.3f}"]
         cells += [f"{cl.get('langs', {}).get(x, {}).get('balanced_accuracy', float('nan')):.3f}" for x in langs]
         cells += [f"{cl.get('avg_en_x', float('nan')):.3f}",
                   f"{cl.get('langs', {}).get('en', {}).get('balanced_accuracy', float('nan')):.3f}"]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+from lwx_edge.errors import CorpusError
 from lwx_edge.evaluate import (SECTIONS, ddtp_pairs, doc_text, evaluate_ddtp, markdown_table, p_at_1,
                                random_embedder, section_docs, tfidf_embedder)
 
@@ -95,7 +96,8 @@ def test_random_embedder_is_deterministic():
 
 @pytest.mark.parametrize("args, message", [
     (["--split", "train"], "--split must be dev or test"),
-    (["--tasks", "bleu"], "--tasks takes xsr and/or cls"),
+    (["--tasks", "bleu"], "--tasks takes xsr, cls and/or dialogue"),
+    (["--tasks", "dialogue", "--dialogue", "nowhere"], "no test.en-fr.tsv"),
     (["--refs", "gpt"], "--refs takes teacher, tfidf, random"),
     (["--corpus", "nowhere"], "no test.docs.jsonl"),
 ])
@@ -103,3 +105,27 @@ def test_cli_eval_errors(args, message):
     r = subprocess.run([sys.executable, "-m", "lwx_edge", "eval", "default", *args], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_dialogue_retrieval_on_deduplicated_pairs(tmp_path, corpus):
+    from lwx_edge.evaluate import tsv_pairs
+
+    for lang in ("fr", "de", "es", "it"):
+        rows = [f"line {i} of the story\tLINE {i} OF THE STORY ({lang})" for i in range(20)]
+        (tmp_path / f"test.en-{lang}.tsv").write_text("\n".join(rows + rows[:3] + ["line 1 of the story\tautre"]) + "\n")
+    src, tgt = tsv_pairs(tmp_path / "test.en-fr.tsv")
+    assert len(src) == 20 and src[1] == "line 1 of the story" and tgt[1] == "LINE 1 OF THE STORY (fr)"
+    base = random_embedder(16)
+
+    def oracle(texts):  # knows that the capitalised line translates the lower-case one
+        return base([t.lower().rsplit(" (", 1)[0] for t in texts])
+
+    res = evaluate_ddtp({"oracle": oracle, "random": base}, corpus, "test", tasks=("dialogue",),
+                        log=lambda m: None, dialogue_dir=tmp_path)
+    assert res["oracle"]["xsr_dialogue"]["avg"] == 1.0 and res["random"]["xsr_dialogue"]["avg"] < 0.3
+    assert set(res["oracle"]["xsr_dialogue"]) == {"en-fr", "fr-en", "en-de", "de-en", "en-es", "es-en",
+                                                  "en-it", "it-en", "avg"}
+    assert "| oracle | nan | nan | 1.000 |" in markdown_table(res, "test")
+    (tmp_path / "test.en-de.tsv").write_text("one field only\n")
+    with pytest.raises(CorpusError, match=r"test.en-de.tsv:1: expected 'english<TAB>translation', got 1 fields"):
+        tsv_pairs(tmp_path / "test.en-de.tsv")

@@ -254,3 +254,28 @@ def test_build_gettext_from_local_debs(tmp_path, monkeypatch):
     assert summary["train"]["en-fr"] == {"pairs": 2} and summary["test"]["en-fr"] == {"pairs": 1}
     assert json.loads((out / "summary.json").read_text())["missing"] == ["nosuchpkg"]
     assert sorted(p.name for p in work.iterdir()) == ["appa_1.0_all.deb", "appb-l10n_1.0_all.deb"]
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb (a Debian system) needed")
+def test_build_gettext_splits_one_source_by_domain(tmp_path, monkeypatch):
+    """The Wesnoth campaigns share one source package: split_by="domain" sends each campaign to its own split."""
+    work = tmp_path / "debs"
+    work.mkdir()
+    train_dom, test_dom = _source_in("train", "campaign"), _source_in("test", "campaign")
+    loc = "usr/share/games/game/locale/fr/LC_MESSAGES/{}.mo"
+    _make_deb(work, "game-a", "game", {loc.format(train_dom): [("We must hurry!", "Dépêchons-nous !")]})
+    _make_deb(work, "game-b", "game", {loc.format(test_dom): [("Where is the king?", "Où est le roi ?")]})
+    monkeypatch.setattr(gt, "_run", lambda cmd, **kw: subprocess.run(cmd, capture_output=True, **kw)
+                        if cmd[0] != "apt-get" else subprocess.CompletedProcess(cmd, 100, b"", b""))
+    out = tmp_path / "out"
+    summary = gt.build_gettext(out, langs=("fr",), packages=("game-a", "game-b"), work_dir=work, progress=False,
+                               split_by="domain")
+    assert (out / "train.en-fr.tsv").read_text() == "We must hurry!\tDépêchons-nous !\n"
+    assert (out / "test.en-fr.tsv").read_text() == "Where is the king?\tOù est le roi ?\n"
+    assert summary["packages"]["game-b"]["split"] == {test_dom: "test"}
+    with pytest.raises(CorpusError, match="split_by must be 'source' or 'domain'; got 'package'"):
+        gt.build_gettext(out, packages=("game-a",), work_dir=work, split_by="package")
+
+
+def test_dialogue_packages_are_campaigns_not_manpages():
+    assert len(gt.DIALOGUE_PACKAGES) == 16 and all(p.startswith("wesnoth-1.16-") for p in gt.DIALOGUE_PACKAGES)

@@ -29,19 +29,32 @@ def gettext(out: Path = typer.Option(Path("data/corpus/gettext"), "--out", "-o")
     typer.echo(json.dumps(build_gettext(out, work_dir=work_dir), indent=2))
 
 
+@app.command("dialogue")
+def dialogue(out: Path = typer.Option(Path("data/corpus/dialogue"), "--out", "-o"),
+             work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept.")):
+    """Everyday-style dialogue: the Wesnoth campaigns' gettext catalogs, split by campaign (gettext domain)."""
+    from ..data.gettext import DIALOGUE_PACKAGES, build_gettext
+
+    typer.echo(json.dumps(build_gettext(out, packages=DIALOGUE_PACKAGES, work_dir=work_dir, split_by="domain"),
+                          indent=2))
+
+
 @app.command("mono")
 def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
          ddtp_dir: Path = typer.Option(Path("data/corpus/ddtp"), "--ddtp"),
-         gettext_dir: Path = typer.Option(Path("data/corpus/gettext"), "--gettext")):
+         gettext_dir: Path = typer.Option(Path("data/corpus/gettext"), "--gettext"),
+         dialogue_dir: Path = typer.Option(Path("data/corpus/dialogue"), "--dialogue")):
     """Monolingual sentences per language from the train splits (for distillation)."""
     from ..data.mono import build_mono
 
-    typer.echo(json.dumps(build_mono(out, *[d for d in (ddtp_dir, gettext_dir) if d.exists()]), indent=2))
+    dirs = [d for d in (ddtp_dir, gettext_dir, dialogue_dir) if d.exists()]
+    typer.echo(json.dumps(build_mono(out, *dirs), indent=2))
 
 
 @app.command("all")
 def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
-    """ddtp + gettext + mono into ROOT/{ddtp,gettext,mono}."""
+    """ddtp + gettext + dialogue + mono into ROOT/{ddtp,gettext,dialogue,mono}."""
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
-    mono(root / "mono", root / "ddtp", root / "gettext")
+    dialogue(root / "dialogue", root.parent / "debs")
+    mono(root / "mono", root / "ddtp", root / "gettext", root / "dialogue")

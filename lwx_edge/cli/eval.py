@@ -1,4 +1,5 @@
-"""``lwx-edge eval``: cross-lingual retrieval and zero-shot classification on DDTP, with reference systems."""
+"""``lwx-edge eval``: cross-lingual retrieval and zero-shot classification on DDTP, retrieval on everyday-style
+dialogue, with reference systems."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,11 +10,15 @@ import typer
 REFERENCES = ("teacher", "tfidf", "random")
 
 
-def _tfidf(corpus: Path):
-    from ..evaluate import _docs, doc_text, tfidf_embedder
+def _tfidf(corpus: Path, dialogue: Path | None):
+    """TF-IDF fitted on the train splits the tasks draw from (DDTP documents, and dialogue when scored)."""
+    from ..evaluate import _docs, doc_text, tfidf_embedder, tsv_pairs
 
     texts = [t for doc in _docs(corpus / "train.docs.jsonl") for lang in ("en", "fr", "de", "es", "it")
              if (t := doc_text(doc, lang, "doc"))]
+    if dialogue is not None:
+        for f in sorted(dialogue.glob("train.en-*.tsv")):
+            texts += [t for pair in zip(*tsv_pairs(f)) for t in pair]
     return tfidf_embedder(texts, sparse=True)  # the whole vocabulary (package names are strong cues)
 
 
@@ -21,7 +26,11 @@ def eval_(
     bundles: List[Path] = typer.Argument(..., help="Model bundles ('default': the shipped model)."),
     corpus: Path = typer.Option(Path("data/corpus/ddtp"), "--corpus", help="DDTP corpus dir ({split}.docs.jsonl)."),
     split: str = typer.Option("test", "--split", help="dev | test."),
-    tasks: str = typer.Option("xsr,cls", "--tasks", help="xsr (retrieval), cls (zero-shot classification)."),
+    tasks: str = typer.Option("xsr,cls,dialogue", "--tasks",
+                              help="xsr (retrieval), cls (zero-shot classification), dialogue (retrieval on "
+                                   "everyday-style dialogue)."),
+    dialogue: Path = typer.Option(Path("data/corpus/dialogue"), "--dialogue",
+                                  help="Dialogue corpus dir ({split}.en-xx.tsv, from: lwx-edge data dialogue)."),
     refs: str = typer.Option("teacher,tfidf,random", "--refs", help="Reference systems scored in the same run "
                                                                      "(teacher, tfidf, random; '' for none)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write results JSON here (and a .md table beside it)."),
@@ -35,11 +44,14 @@ def eval_(
     if split not in ("dev", "test"):
         raise InputError(f"--split must be dev or test, got {split!r} (the train split is what models learn from)")
     task_list = [t for t in tasks.split(",") if t]
-    if not task_list or set(task_list) - {"xsr", "cls"}:
-        raise InputError(f"--tasks takes xsr and/or cls, got {tasks!r}")
+    if not task_list or set(task_list) - {"xsr", "cls", "dialogue"}:
+        raise InputError(f"--tasks takes xsr, cls and/or dialogue, got {tasks!r}")
     ref_list = [r for r in refs.split(",") if r]
     if set(ref_list) - set(REFERENCES):
         raise InputError(f"--refs takes {', '.join(REFERENCES)}, got {refs!r}")
+    if "dialogue" in task_list and not (dialogue / f"{split}.en-fr.tsv").is_file():
+        raise InputError(f"{dialogue}: no {split}.en-fr.tsv (build it with: lwx-edge data dialogue, "
+                         "or leave dialogue out of --tasks)")
     if not (corpus / f"{split}.docs.jsonl").is_file():
         raise InputError(f"{corpus}: no {split}.docs.jsonl (build it with: lwx-edge data ddtp)")
     systems = {}
@@ -59,10 +71,11 @@ def eval_(
 
         systems["teacher USE-m v3"] = use
     if "tfidf" in ref_list:
-        systems["TF-IDF"] = _tfidf(corpus)
+        systems["TF-IDF"] = _tfidf(corpus, dialogue if "dialogue" in task_list else None)
     if "random" in ref_list:
         systems["random"] = random_embedder()
-    results = evaluate_ddtp(systems, corpus, split, task_list, log=lambda m: typer.echo(m, err=True))
+    results = evaluate_ddtp(systems, corpus, split, task_list, log=lambda m: typer.echo(m, err=True),
+                            dialogue_dir=dialogue)
     table = markdown_table(results, split)
     typer.echo(table)
     if out:

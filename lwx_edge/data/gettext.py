@@ -56,6 +56,12 @@ DEFAULT_PACKAGES = (
     "system-config-printer-common",
 )
 
+# Everyday-style dialogue: the official campaigns of The Battle for Wesnoth (conversation lines, questions,
+# orders, narration), each campaign one gettext domain. Used with split_by="domain" (all share one source).
+DIALOGUE_PACKAGES = tuple(f"wesnoth-1.16-{c}" for c in (
+    "did", "dm", "dw", "ei", "httt", "l", "low", "nr", "sof", "sota", "sotbe", "thot", "trow", "tsg", "ttb",
+    "utbs"))
+
 _MO_PATH = re.compile(r"/(?P<lang>[a-z]{2,3})(?P<region>_[A-Z]{2})?/LC_MESSAGES/(?P<domain>[^/]+)\.mo$")
 
 
@@ -313,11 +319,16 @@ def deb_catalogs(deb: str | Path, langs) -> Iterator[tuple[str, str, bytes]]:
 
 
 def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str, ...] = ("fr", "de", "es", "it"),
-                  packages=DEFAULT_PACKAGES, work_dir: str | Path | None = None, progress: bool = True) -> dict:
+                  packages=DEFAULT_PACKAGES, work_dir: str | Path | None = None, progress: bool = True,
+                  split_by: str = "source") -> dict:
     """Download ``packages``, read their catalogs and write ``out_dir/{split}.en-{xx}.tsv`` (en<TAB>xx,
     cleaned, each distinct pair once per split) and ``summary.json``, each atomically. ``work_dir`` keeps
-    the downloaded .deb files (a temporary directory, removed afterwards, when None). Returns the summary."""
+    the downloaded .deb files (a temporary directory, removed afterwards, when None). ``split_by`` hashes
+    each package's source name ("source") or each catalog's gettext domain ("domain", for packages of one
+    source such as the Wesnoth campaigns). Returns the summary."""
     t0 = time.time()
+    if split_by not in ("source", "domain"):
+        raise CorpusError(f"split_by must be 'source' or 'domain'; got {split_by!r}")
     packages = _check_packages(packages)
     out_dir = Path(out_dir)
     tmp = None
@@ -354,7 +365,11 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
                 continue
             split = split_of(source)
             counts: Counter = Counter()
+            domains: dict[str, str] = {}
             for lang, key, data in catalogs:
+                if split_by == "domain":
+                    domain = key.rsplit("/", 1)[-1]
+                    split = domains[domain] = split_of(domain)
                 try:
                     entries = list(parse_mo(data, f"{deb.name}:{key}"))
                 except CorpusError as e:
@@ -368,7 +383,8 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
                         continue
                     rows[(split, lang)].setdefault(f"{pair[0]}\t{pair[1]}", None)
                     counts[lang] += 1
-            per_package[pkg] = {"source": source, "split": split, "strings": dict(sorted(counts.items()))}
+            per_package[pkg] = {"source": source, "split": split if split_by == "source" else domains,
+                                "strings": dict(sorted(counts.items()))}
         # UI strings recur across programs ("Cancel"): an English message stays only in the earliest split
         # (train < dev < test) where it occurs, for every language, so dev/test English is unseen in training
         earlier: set[str] = set()
@@ -399,5 +415,5 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
     return summary
 
 
-__all__ = ["DEFAULT_PACKAGES", "build_gettext", "clean_entry", "clean_message", "clean_text", "deb_catalogs",
+__all__ = ["DEFAULT_PACKAGES", "DIALOGUE_PACKAGES", "build_gettext", "clean_entry", "clean_message", "clean_text", "deb_catalogs",
            "deb_source", "download_debs", "parse_mo", "placeholders", "read_mo", "strip_accelerators"]
