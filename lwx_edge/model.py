@@ -104,6 +104,30 @@ class SentenceEncoder(nn.Module):
         summed = torch.bmm(mask.view(batch, 1, length), x).view(batch, -1)
         return summed / mask.sum(1, keepdim=True).clamp(min=1.0)
 
+    @torch.no_grad()
+    def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.2) -> None:
+        """Start as the static sentence model "mean of the token vectors" (Model2Vec-style distillation).
+
+        The token table takes ``vectors`` [vocab, d] rescaled to RMS 1 per row (the scale of the default
+        N(0, 1) init), positions start at zero, and every residual branch's output projection (attention
+        ``out``, FFN ``fc2``) starts at zero, so each block is LN(x) at step 0 and the encoder returns
+        ``output_scale`` × the masked mean of LN(vectors[id]) (the last LayerNorm's gain). The raw inner
+        products of the alignment loss then start near ±(0.2·√d)² ≈ 20, not ±500, which would wreck the
+        start in the first steps. Training then moves every part from there.
+        """
+        want = (self.config.vocab_size, self.config.d_model)
+        if tuple(vectors.shape) != want:
+            raise ValueError(f"token vectors must be [vocab, d_model] = {list(want)}; got {list(vectors.shape)}")
+        v = vectors.to(self.tok.weight.dtype)
+        rms = v.pow(2).mean(1, keepdim=True).sqrt().clamp(min=1e-12)
+        self.tok.weight.copy_(v / rms)
+        self.pos.weight.zero_()
+        for block in self.blocks:
+            for layer in (block.out, block.fc2):
+                layer.weight.zero_()
+                layer.bias.zero_()
+        self.blocks[-1].ln2.weight.fill_(output_scale)
+
 
 class GenerativeHead(nn.Module):
     """Training-only head of the unified generative task: z = LN(silu(W·u + b)); logits = z·Eᵀ + b_out,
@@ -131,6 +155,17 @@ class DualEncoderModel(nn.Module):
         self.encoder = SentenceEncoder(config)
         self.generative_head = GenerativeHead(config, self.encoder.tok)
         self.distill_proj = nn.Linear(config.d_model, teacher_dim) if teacher_dim else None
+
+    @torch.no_grad()
+    def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.2) -> None:
+        """:meth:`SentenceEncoder.init_from_token_vectors`, and the distillation projection g starts as
+        identity / ``output_scale`` when the teacher's dimension is the model's (METHOD.md §5 (i)), so g(u)
+        starts at the teacher targets' scale (RMS 1)."""
+        self.encoder.init_from_token_vectors(vectors, output_scale)
+        g = self.distill_proj
+        if g is not None and g.in_features == g.out_features:
+            g.weight.copy_(torch.eye(g.in_features) / output_scale)
+            g.bias.zero_()
 
     def forward(self, ids_a: torch.Tensor, mask_a: torch.Tensor, ids_b: torch.Tensor, mask_b: torch.Tensor,
                 mono_ids: torch.Tensor | None = None, mono_mask: torch.Tensor | None = None) -> dict:

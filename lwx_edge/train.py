@@ -80,6 +80,7 @@ class TrainConfig:
     weights: LossWeights = field(default_factory=LossWeights)
     teacher: str = "use"                                  # use | none
     teacher_cache: str = "data/teacher-cache"
+    token_init: str = "teacher"                           # teacher (Model2Vec-style, with a teacher) | random
     dev_holdout: int = 1000                               # pairs held out for the dev loss if no dev_pairs
     dev_max_pairs: int = 2000                             # per language, retrieval during training
     eval_every: int = 500
@@ -298,6 +299,10 @@ class Trainer:
             self.mono = MonoBatcher(ids, mono_vecs, cfg.mono_batch_size, cfg.seed, cfg.bucket)
 
         self.model = DualEncoderModel(cfg.model, teacher_dim).to(self.device)
+        if cfg.token_init not in ("teacher", "random"):
+            raise LwxError(f"unknown token_init {cfg.token_init!r} (use 'teacher' or 'random')")
+        if use_teacher and cfg.token_init == "teacher" and not (resume and (self.out / "checkpoint").exists()):
+            self._init_from_teacher()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                           amsgrad=True)
         self.step, self.elapsed, self.best = 0, 0.0, -math.inf
@@ -344,6 +349,13 @@ class Trainer:
         vec = cache.vectors(src_texts, progress=False)
         mono = cache.vectors(mono_texts, progress=False) if mono_texts else None
         return vec, mono, vec.shape[1]
+
+    def _init_from_teacher(self) -> None:
+        from .data.teacher import USETeacher, token_vectors
+
+        vectors = token_vectors(self.tokenizer, USETeacher(), dim=self.cfg.model.d_model)
+        self.model.init_from_token_vectors(torch.from_numpy(vectors))
+        self.log(f"token table initialised from the teacher's vectors of the {len(vectors):,} pieces")
 
     # -- training --
     def _global_batch(self, step: int) -> dict[str, np.ndarray]:

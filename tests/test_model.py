@@ -47,3 +47,28 @@ def test_generative_head_is_tied_to_the_token_table():
     out = model(torch.tensor([[5, 6]]), torch.ones(1, 2, dtype=torch.long),
                 torch.tensor([[7, 8, 9]]), torch.ones(1, 3, dtype=torch.long))
     assert out["logits_a"].shape == (1, 50) and out["proj_b"].shape == (1, 24)
+
+
+def test_teacher_token_init_starts_as_the_mean_of_the_token_vectors():
+    torch.manual_seed(0)
+    model = DualEncoderModel(TINY, teacher_dim=TINY.d_model)
+    vectors = torch.randn(TINY.vocab_size, TINY.d_model) * 0.1 + 0.3
+    model.init_from_token_vectors(vectors, output_scale=0.5)
+    enc = model.encoder.eval()
+    rows = vectors / vectors.pow(2).mean(1, keepdim=True).sqrt()
+    assert torch.allclose(enc.tok.weight, rows) and not enc.pos.weight.any()
+    ids, mask = torch.tensor([[5, 6, 7, 0], [9, 9, 0, 0]]), torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    ln = torch.nn.functional.layer_norm(rows, (TINY.d_model,), eps=TINY.layer_norm_eps)
+    assert torch.allclose(enc(ids, mask), 0.5 * torch.stack([ln[[5, 6, 7]].mean(0), ln[9]]), atol=1e-4)
+    assert torch.equal(model.distill_proj.weight, torch.eye(TINY.d_model) * 2)
+    # every part still trains from there: the zeroed residual branches get gradients
+    model.train()
+    model.encoder(ids, mask).pow(2).sum().backward()
+    assert all(b.out.weight.grad.abs().sum() > 0 and b.fc2.weight.grad.abs().sum() > 0 for b in enc.blocks)
+
+
+def test_teacher_token_init_refuses_a_table_of_the_wrong_shape():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"token vectors must be \[vocab, d_model\] = \[50, 32\]; got \[50, 16\]"):
+        SentenceEncoder(TINY).init_from_token_vectors(torch.zeros(50, 16))

@@ -224,3 +224,32 @@ def test_use_teacher_real(tmp_path):
     assert sims[0, 1] > sims[0, 2] + 0.3 and sims[0, 1] > sims[1, 2] + 0.3
     cached = TeacherCache(tmp_path, t).vectors(texts, progress=False)
     np.testing.assert_allclose(cached.astype(np.float32), v, atol=1e-3)
+
+
+def test_token_vectors_read_every_piece_as_its_surface_text(tiny_corpus):
+    from lwx_edge.data.teacher import token_vectors
+    from lwx_edge.tokenizer import Tokenizer
+
+    tok = Tokenizer(tiny_corpus["tokenizer"])
+    t = FakeTeacher(dim=8)
+    vecs = token_vectors(tok, t, batch_size=7)
+    assert vecs.shape == (tok.vocab_size, 8) and vecs.dtype == np.float32
+    i = next(i for i in range(3, tok.vocab_size) if tok.id_to_piece(i).startswith("\u2581")
+             and len(tok.id_to_piece(i)) > 1)
+    assert np.allclose(vecs[i], t.vec(tok.id_to_piece(i)[1:]))   # "▁chat" is read as "chat"
+    assert np.allclose(vecs[0], t.vec(tok.id_to_piece(0)))       # control pieces as themselves
+
+
+def test_token_vectors_reduce_to_principal_components(tiny_corpus):
+    from lwx_edge.data.teacher import token_vectors
+    from lwx_edge.tokenizer import Tokenizer
+
+    tok = Tokenizer(tiny_corpus["tokenizer"])
+    full = token_vectors(tok, FakeTeacher(dim=8))
+    low = token_vectors(tok, FakeTeacher(dim=8), dim=3)
+    assert low.shape == (tok.vocab_size, 3) and np.allclose(low.mean(0), 0, atol=1e-5)
+    var = low.var(0)
+    assert var[0] >= var[1] >= var[2]                                   # ordered components
+    assert var.sum() > 3 / 8 * (full - full.mean(0)).var(0).sum()      # they keep more than a random 3 of 8
+    with pytest.raises(LwxError, match="cannot reduce 8-d teacher vectors"):
+        token_vectors(tok, FakeTeacher(dim=8), dim=16)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import InputError, LwxError
 
-__all__ = ["Teacher", "USETeacher", "TeacherCache", "text_key"]
+__all__ = ["Teacher", "USETeacher", "TeacherCache", "text_key", "token_vectors"]
 
 _SHARD_RE = re.compile(r"^shard-(\d{5,})\.npz$")
 _KEY_DTYPE = "S40"
@@ -59,6 +59,26 @@ class USETeacher:
         if out.shape != (len(texts), self.dim):
             raise LwxError(f"the teacher returned shape {out.shape}, expected ({len(texts)}, {self.dim})")
         return out
+
+
+def token_vectors(tokenizer, teacher: Teacher, dim: int | None = None, batch_size: int = 512) -> np.ndarray:
+    """The teacher's vector of every vocabulary piece read as a text (its surface form, "▁" as a space;
+    a piece with no surface form is read as itself): float32 [vocab, dim]. This is how Model2Vec distils a
+    sentence encoder into a static token table; the trainer starts the student's token table from it.
+    With ``dim`` below the teacher's, the vectors are reduced to their first ``dim`` principal components
+    (as Model2Vec does)."""
+    texts = []
+    for i in range(tokenizer.vocab_size):
+        piece = tokenizer.id_to_piece(i)
+        texts.append(piece.replace("\u2581", " ").strip() or piece)
+    vecs = np.concatenate([teacher.encode(texts[s:s + batch_size]) for s in range(0, len(texts), batch_size)])
+    if dim is None or dim == vecs.shape[1]:
+        return vecs
+    if dim > vecs.shape[1] or dim > len(vecs):
+        raise LwxError(f"cannot reduce {vecs.shape[1]}-d teacher vectors of {len(vecs)} pieces to {dim} dimensions")
+    centred = vecs - vecs.mean(0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    return (centred @ vt[:dim].T).astype(np.float32)
 
 
 def text_key(text: str) -> bytes:
