@@ -189,7 +189,7 @@ def test_mono_from_train_files_only(tmp_path):
         {"md5": "m", "short": {"en": "An editor", "fr": "Un éditeur"},
          "long": {"en": "First para.\nA cat", "de": "Erster Absatz."}}) + "\n")
     (g / "train.en-de.tsv").write_text("Open file\tDatei öffnen\nA dog\tEin Hund\nKey\tКлюч\n")
-    summary = build_mono(tmp_path / "mono", d, g, langs=("en", "fr", "de"))
+    summary = build_mono(tmp_path / "mono", [d, g], langs=("en", "fr", "de"))
     assert summary == {"en": 6, "fr": 3, "de": 3}
     assert list(read_mono(tmp_path / "mono" / "train.en.txt")) == [
         "A cat", "A dog", "An editor", "First para.", "Open file", "Key"]
@@ -198,9 +198,9 @@ def test_mono_from_train_files_only(tmp_path):
     info = json.loads((tmp_path / "mono" / "summary.json").read_text())
     assert info["dropped"] == {"charset": 1}
     # one directory (or none usable) is fine as long as there is a train file somewhere
-    assert build_mono(tmp_path / "mono2", None, g, langs=("de",)) == {"de": 2}
+    assert build_mono(tmp_path / "mono2", [g], langs=("de",)) == {"de": 2}
     with pytest.raises(CorpusError, match="no train"):
-        build_mono(tmp_path / "mono3", tmp_path / "missing")
+        build_mono(tmp_path / "mono3", [tmp_path / "missing"])
 
 
 def test_read_mono_skips_blank_lines_and_reports_missing(tmp_path):

@@ -48,7 +48,7 @@ def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
     from ..data.mono import build_mono
 
     dirs = [d for d in (ddtp_dir, gettext_dir, dialogue_dir) if d.exists()]
-    typer.echo(json.dumps(build_mono(out, *dirs), indent=2))
+    typer.echo(json.dumps(build_mono(out, dirs), indent=2))
 
 
 @app.command("all")

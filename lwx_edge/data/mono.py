@@ -1,7 +1,7 @@
 """Monolingual text per language, for distillation on single sentences (torch-free).
 
 Built from the *train* split files only, so dev/test text never reaches training: each language side of
-``train.en-xx.tsv`` (DDTP short descriptions and paragraphs, gettext strings) and every text of
+``train.en-xx.tsv`` (DDTP short descriptions and paragraphs, gettext strings, dialogue lines) and every text of
 ``train.docs.jsonl`` (DDTP descriptions, including the English ones no one translated).
 """
 from __future__ import annotations
@@ -33,11 +33,10 @@ def _doc_texts(path: Path) -> Iterator[tuple[str, str]]:
                     yield lang, para
 
 
-def build_mono(out_dir: str | Path, ddtp_dir: str | Path | None = None, gettext_dir: str | Path | None = None,
-               langs=LANGUAGES, filt: PairFilter | None = None) -> dict:
+def build_mono(out_dir: str | Path, corpus_dirs, langs=LANGUAGES, filt: PairFilter | None = None) -> dict:
     """Write ``out_dir/train.{lang}.txt``: every distinct sentence of ``lang`` (distinct once normalised;
-    the first original casing kept), one per line, from the train split files of ``ddtp_dir`` and
-    ``gettext_dir`` (either may be None or missing). Each text passes the per-side filters of ``filt``
+    the first original casing kept), one per line, from the train split files of the ``corpus_dirs``
+    (DDTP, gettext, dialogue; a missing one is skipped). Each text passes the per-side filters of ``filt``
     (length, letters, charset). Also writes ``summary.json``; returns {lang: sentences, ...}."""
     checker = _Checker(filt or PairFilter())
     langs = tuple(langs)
@@ -59,7 +58,7 @@ def build_mono(out_dir: str | Path, ddtp_dir: str | Path | None = None, gettext_
             seen[lang].add(norm)
             lines[lang].append(text)
 
-    dirs = [Path(d) for d in (ddtp_dir, gettext_dir) if d is not None]
+    dirs = [Path(d) for d in corpus_dirs]
     for d in dict.fromkeys(dirs):
         if not d.is_dir():
             continue
