@@ -105,15 +105,16 @@ class SentenceEncoder(nn.Module):
         return summed / mask.sum(1, keepdim=True).clamp(min=1.0)
 
     @torch.no_grad()
-    def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.2) -> None:
+    def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.5) -> None:
         """Start as the static sentence model "mean of the token vectors" (Model2Vec-style distillation).
 
         The token table takes ``vectors`` [vocab, d] rescaled to RMS 1 per row (the scale of the default
         N(0, 1) init), positions start at zero, and every residual branch's output projection (attention
         ``out``, FFN ``fc2``) starts at zero, so each block is LN(x) at step 0 and the encoder returns
         ``output_scale`` × the masked mean of LN(vectors[id]) (the last LayerNorm's gain). The raw inner
-        products of the alignment loss then start near ±(0.2·√d)² ≈ 20, not ±500, which would wreck the
-        start in the first steps. Training then moves every part from there.
+        products of the alignment loss then start in the tens, not the hundreds, which would wreck the start
+        in the first steps (see also :meth:`DualEncoderModel.center_output`). Training then moves every part
+        from there.
         """
         want = (self.config.vocab_size, self.config.d_model)
         if tuple(vectors.shape) != want:
@@ -157,7 +158,7 @@ class DualEncoderModel(nn.Module):
         self.distill_proj = nn.Linear(config.d_model, teacher_dim) if teacher_dim else None
 
     @torch.no_grad()
-    def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.2) -> None:
+    def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.5) -> None:
         """:meth:`SentenceEncoder.init_from_token_vectors`, and the distillation projection g starts as
         identity / ``output_scale`` when the teacher's dimension is the model's (METHOD.md §5 (i)), so g(u)
         starts at the teacher targets' scale (RMS 1)."""
@@ -166,6 +167,22 @@ class DualEncoderModel(nn.Module):
         if g is not None and g.in_features == g.out_features:
             g.weight.copy_(torch.eye(g.in_features) / output_scale)
             g.bias.zero_()
+
+    @torch.no_grad()
+    def center_output(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Subtract the mean sentence vector c of a sample (ids, mask) from every sentence vector, through the
+        last LayerNorm's bias (mean pooling carries a constant shift of every token exactly), and add W·c to
+        the distillation projection's bias so g(u) is unchanged. Static token models share one large common
+        direction (the "first principal component" of SIF); removing it makes the raw inner products of the
+        alignment and similarity losses informative from step 0. Returns c."""
+        was_training = self.encoder.training
+        self.encoder.eval()
+        c = self.encoder(ids, mask).mean(0)
+        self.encoder.train(was_training)
+        self.encoder.blocks[-1].ln2.bias.sub_(c)
+        if self.distill_proj is not None:
+            self.distill_proj.bias.add_(self.distill_proj.weight @ c)
+        return c
 
     def forward(self, ids_a: torch.Tensor, mask_a: torch.Tensor, ids_b: torch.Tensor, mask_b: torch.Tensor,
                 mono_ids: torch.Tensor | None = None, mono_mask: torch.Tensor | None = None) -> dict:

@@ -242,6 +242,12 @@ def _to_device(batch: dict[str, np.ndarray], device: torch.device) -> dict[str, 
     return {k: torch.from_numpy(v).to(device, non_blocking=True) for k, v in batch.items() if k != "index"}
 
 
+def _stack_padded(arrays: list[np.ndarray]) -> np.ndarray:
+    """Stack [n_i, T_i] arrays into one [Σn, max T], right-padded with zeros."""
+    t = max(a.shape[1] for a in arrays)
+    return np.concatenate([np.pad(a, ((0, 0), (0, t - a.shape[1]))) for a in arrays])
+
+
 # ---- the trainer ------------------------------------------------------------------------------------
 
 class Trainer:
@@ -355,7 +361,12 @@ class Trainer:
 
         vectors = token_vectors(self.tokenizer, USETeacher(), dim=self.cfg.model.d_model)
         self.model.init_from_token_vectors(torch.from_numpy(vectors))
-        self.log(f"token table initialised from the teacher's vectors of the {len(vectors):,} pieces")
+        batches = [self.batcher.batch(0, i) for i in range(min(8, self.batcher.steps_per_epoch))]
+        ids, mask = (torch.from_numpy(_stack_padded([b[f"{k}_{side}"] for b in batches for side in "ab"]))
+                     for k in ("ids", "mask"))  # both sides of a few seeded training batches
+        c = self.model.center_output(ids.to(self.device), mask.to(self.device))
+        self.log(f"token table initialised from the teacher's vectors of the {len(vectors):,} pieces; "
+                 f"output centred (mean sentence vector of norm {float(c.norm()):.2f} removed)")
 
     # -- training --
     def _global_batch(self, step: int) -> dict[str, np.ndarray]:

