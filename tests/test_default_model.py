@@ -57,11 +57,13 @@ def test_translations_are_nearest_neighbours(enc):
         a, b = enc.embed([r["en"] for r in pairs]), enc.embed([r["translation"] for r in pairs])
         S = a @ b.T
         scores[lang] = float(np.mean(S.argmax(1) == np.arange(len(pairs))))
-    assert min(scores.values()) >= 0.4 and np.mean(list(scores.values())) >= 0.6, scores
+    # the shipped model scores 0.94-1.0 here (0.96 fr, 0.94 de, 1.0 es, 1.0 it)
+    assert min(scores.values()) >= 0.85 and np.mean(list(scores.values())) >= 0.9, scores
 
 
-def test_head_on_english_transfers_zero_shot(enc):
-    from lwx_edge.heads import LogisticHead
+@pytest.mark.parametrize("head_cls", ["LogisticHead", "MLPHead"])
+def test_head_on_english_transfers_zero_shot(enc, head_cls):
+    from lwx_edge import heads
 
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
     X = enc.embed([r["text"] for r in rows], truncation="ignore")
@@ -69,13 +71,12 @@ def test_head_on_english_transfers_zero_shot(enc):
     lang = np.array([r["lang"] for r in rows])
     train = lang == "en"
     assert len(set(y)) == 8 and train.sum() == 240
-    head = LogisticHead().fit(X[train], y[train])
+    head = getattr(heads, head_cls)().fit(X[train], y[train])
     assert head.score(X[train], y[train]) > 0.9
     acc = {lg: float(np.mean(head.predict(X[lang == lg]) == y[lang == lg])) for lg in ("fr", "de", "es", "it")}
-    # Chance is 1/8 = 0.125 and the teacher (USE-multilingual) scores 0.73-0.79 on these files. The CPU-trained
-    # default model transfers only weakly (0.20-0.28 measured; the MLP head is at chance for fr/it): this
-    # pins the level it reaches, see the README's results.
-    assert np.mean(list(acc.values())) > 0.18, acc
+    # Chance is 1/8 = 0.125 and the teacher (USE-multilingual) scores 0.73-0.79 on these files; the shipped
+    # model reaches 0.53-0.67 with the logistic head and 0.52-0.65 with the MLP head (README's results).
+    assert min(acc.values()) > 0.4 and np.mean(list(acc.values())) > 0.5, acc
 
 
 def test_default_model_without_torch_and_from_the_cli(tmp_path):
