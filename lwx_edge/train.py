@@ -455,6 +455,8 @@ class Trainer:
                  f"(world {self.world}), {sum(p.numel() for p in self.model.parameters()) / 1e6:.2f}M params")
         bar = tqdm(total=total, initial=self.step, disable=self.rank != 0, unit="step", dynamic_ncols=True)
         last, t_window, pairs_window = {}, time.perf_counter(), 0
+        if cfg.eval_every and self.step == 0:
+            last = self._evaluate()  # where the initialisation starts
         while self.step < total and not (cfg.max_time and self.elapsed >= cfg.max_time):
             t0 = time.perf_counter()
             rec = self.train_step(self.step)

@@ -52,6 +52,8 @@ def test_losses_go_down_and_retrieval_beats_chance(tiny_corpus, tmp_path):
     assert {"dev/p@1/en-fr", "dev/p@1/fr-en", "dev/p@1/en-de", "dev/p@1/de-en", "dev/loss"} <= set(result)
     for rec in m.values():
         assert {"step", "loss", "lr", "pairs_per_s", "epoch"} <= set(rec)
+    evals = [json.loads(x) for x in open(tmp_path / "metrics.jsonl") if "dev/p@1/avg" in x]
+    assert [r["step"] for r in evals] == [0, 100, 200, 300, 300]  # the start, every 100 steps, the full final pool
     assert (tmp_path / "bundle" / "manifest.json").exists() and (tmp_path / "best" / "manifest.json").exists()
 
 
