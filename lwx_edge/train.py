@@ -271,6 +271,8 @@ class Trainer:
         use_teacher = cfg.teacher != "none" and (cfg.weights.kd or cfg.weights.mono)
         if cfg.teacher not in ("use", "none"):
             raise LwxError(f"unknown teacher {cfg.teacher!r} (use 'use' or 'none')")
+        if cfg.token_init not in ("teacher", "random"):
+            raise LwxError(f"unknown token_init {cfg.token_init!r} (use 'teacher' or 'random')")
         torch.manual_seed(cfg.seed)
 
         pairs = _read_pairs(cfg.corpus, self.log)
@@ -305,8 +307,6 @@ class Trainer:
             self.mono = MonoBatcher(ids, mono_vecs, cfg.mono_batch_size, cfg.seed, cfg.bucket)
 
         self.model = DualEncoderModel(cfg.model, teacher_dim).to(self.device)
-        if cfg.token_init not in ("teacher", "random"):
-            raise LwxError(f"unknown token_init {cfg.token_init!r} (use 'teacher' or 'random')")
         if use_teacher and cfg.token_init == "teacher" and not (resume and (self.out / "checkpoint").exists()):
             self._init_from_teacher()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,

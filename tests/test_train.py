@@ -144,6 +144,7 @@ def test_distillation_from_the_real_teacher_with_monolingual_text(tiny_corpus, t
     (["--corpus", "missing.en-fr.tsv"], "missing.en-fr.tsv: no such corpus file"),
     (["--corpus", "x.tsv", "--set", "bogus=1"], "unknown config key 'bogus'"),
     (["--corpus", "x.tsv", "--set", "weights"], "--set expects key=value"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "token_init=zeros"], "unknown token_init 'zeros'"),
 ])
 def test_cli_errors_are_one_clear_line(tmp_path, args, message):
     r = _cli(["train", *args, "--out", str(tmp_path / "run")])
