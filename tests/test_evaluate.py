@@ -97,11 +97,14 @@ def test_random_embedder_is_deterministic():
 @pytest.mark.parametrize("args, message", [
     (["--split", "train"], "--split must be dev or test"),
     (["--tasks", "bleu"], "--tasks takes xsr, cls and/or dialogue"),
-    (["--tasks", "dialogue", "--dialogue", "nowhere"], "no test.en-fr.tsv"),
     (["--refs", "gpt"], "--refs takes teacher, tfidf, random"),
     (["--corpus", "nowhere"], "no test.docs.jsonl"),
+    (["--tasks", "dialogue"], "nowhere: no test.en-fr.tsv (build it with: lwx-edge data dialogue"),
 ])
-def test_cli_eval_errors(args, message):
+def test_cli_eval_errors(args, message, tmp_path):
+    if args == ["--tasks", "dialogue"]:  # a DDTP corpus dir, but no dialogue corpus
+        (tmp_path / "test.docs.jsonl").write_text("")
+        args = [*args, "--corpus", str(tmp_path), "--dialogue", str(tmp_path / "nowhere")]
     r = subprocess.run([sys.executable, "-m", "lwx_edge", "eval", "default", *args], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr

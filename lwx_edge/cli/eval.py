@@ -49,11 +49,11 @@ def eval_(
     ref_list = [r for r in refs.split(",") if r]
     if set(ref_list) - set(REFERENCES):
         raise InputError(f"--refs takes {', '.join(REFERENCES)}, got {refs!r}")
+    if not (corpus / f"{split}.docs.jsonl").is_file():
+        raise InputError(f"{corpus}: no {split}.docs.jsonl (build it with: lwx-edge data ddtp)")
     if "dialogue" in task_list and not (dialogue / f"{split}.en-fr.tsv").is_file():
         raise InputError(f"{dialogue}: no {split}.en-fr.tsv (build it with: lwx-edge data dialogue, "
                          "or leave dialogue out of --tasks)")
-    if not (corpus / f"{split}.docs.jsonl").is_file():
-        raise InputError(f"{corpus}: no {split}.docs.jsonl (build it with: lwx-edge data ddtp)")
     systems = {}
     for b in bundles:
         enc = Encoder.load(b)
