@@ -14,9 +14,14 @@ from .text import normalize
 def ddtp_pairs(docs_path: str | os.PathLike, lang: str, field: str = "short") -> tuple[list[str], list[str]]:
     """English/``lang`` text pairs of one DDTP split file (``{split}.docs.jsonl``; ``field`` "short" or "doc",
     see :func:`doc_text`), deduplicated on both sides (normalised) so every query has exactly one gold target."""
+    return _distinct_pairs((doc_text(doc, "en", field), doc_text(doc, lang, field)) for doc in _docs(docs_path))
+
+
+def _distinct_pairs(pairs) -> tuple[list[str], list[str]]:
+    """(English texts, translations) of the pairs with both sides present, keeping a pair only when neither
+    side (normalised) was seen before, so every query has exactly one gold target."""
     src, tgt, seen_s, seen_t = [], [], set(), set()
-    for doc in _docs(docs_path):
-        en, xx = doc_text(doc, "en", field), doc_text(doc, lang, field)
+    for en, xx in pairs:
         if not en or not xx:
             continue
         ks, kt = normalize(en), normalize(xx)
@@ -79,23 +84,18 @@ def pair_retrieval(embed: Callable[[Sequence[str]], np.ndarray], pairs: dict[str
 def tsv_pairs(path: str | os.PathLike) -> tuple[list[str], list[str]]:
     """English/translation pairs of a corpus file (``en<TAB>xx`` lines), deduplicated on both sides
     (normalised) so every query has exactly one gold target."""
-    src, tgt, seen_s, seen_t = [], [], set(), set()
-    try:
+    def rows():
         with open(path, encoding="utf-8") as f:
             for i, line in enumerate(f, 1):
                 parts = line.rstrip("\n").split("\t")
                 if len(parts) != 2:
                     raise CorpusError(f"{path}:{i}: expected 'english<TAB>translation', got {len(parts)} fields")
-                ks, kt = normalize(parts[0]), normalize(parts[1])
-                if ks in seen_s or kt in seen_t:
-                    continue
-                seen_s.add(ks)
-                seen_t.add(kt)
-                src.append(parts[0])
-                tgt.append(parts[1])
+                yield parts[0], parts[1]
+
+    try:
+        return _distinct_pairs(rows())
     except OSError as e:
         raise CorpusError(f"{path}: cannot read the pairs ({e.strerror})") from None
-    return src, tgt
 
 
 def tfidf_embedder(fit_texts: Sequence[str], max_features: int | None = None, sparse: bool = False):
