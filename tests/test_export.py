@@ -251,6 +251,27 @@ def test_onnx_runs_at_several_shapes(exported):
 
 
 @needs_et
+def test_onnx_backend_keeps_layernorm_unfused(exported, tmp_path):
+    """The SDK's sessions skip onnxruntime's slow SkipLayerNormalization fusion; plain sessions would use it."""
+    import onnx
+    import onnxruntime as ort
+
+    from lwx_edge.runtime.onnx_backend import DISABLED_OPTIMIZERS
+
+    d, _, _ = exported
+
+    def fused_ops(disabled):
+        so = ort.SessionOptions()
+        so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+        ort.InferenceSession(str(d / "model.int8.onnx"), so, providers=["CPUExecutionProvider"],
+                             disabled_optimizers=disabled)
+        return {n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node}
+
+    assert "SkipLayerNormalization" in fused_ops([])
+    ops = fused_ops(DISABLED_OPTIMIZERS)
+    assert "SkipLayerNormalization" not in ops and "LayerNormalization" in ops
+
+
 def test_pte_runs_standalone_at_dynamic_shapes(exported):
     """Plain ExecuTorch runtime (no lwx_edge.export): fp32 and int8, dynamic batch and length."""
     import executorch.kernels.quantized  # noqa: F401  (embedding_byte)
