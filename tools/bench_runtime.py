@@ -12,7 +12,10 @@ texts in the same run:
   (normalisation + SentencePiece + padding + model); latency p50/p95 and sentences/s;
 * ``batch_short``: 32 short sentences per call, right-padded (the .pte, exported with max_batch 16, runs
   two chunks of 16, as the SDK will);
-* ``single_long``: one long sentence (40-60 words) per call.
+* ``single_long``: one long sentence (40-60 words) per call;
+* ``stream_short``: 1,280 distinct short package descriptions (256 per language) per call, through the SDK
+  (``Encoder.embed(texts, batch_size=32)``: sorted by length, every batch padded to its own longest text, a
+  .pte's batches capped at its max_batch); the teacher gets exactly the same length-sorted batches of 32.
 
 Plus file sizes, peak RSS, and (``--arena``) the planned ExecuTorch activation arena for several
 (max_batch, max_len) bounds. The bundle's artefacts are exported first if missing (fp32 and int8).
@@ -90,8 +93,20 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
 
         def embed(texts):
             return model.encode(list(texts))
+
+        from lwx_edge.tokenizer import Tokenizer
+
+        stream = stream_texts()  # the same length-sorted batches as the SDK makes (sorted once, untimed)
+        counts = [len(x) for x in Tokenizer(bundle / "tokenizer.model").encode(stream).ids]
+        order = sorted(range(len(stream)), key=lambda i: counts[i])
+        stream_batches = [[stream[i] for i in order[s:s + batch]] for s in range(0, len(order), batch)]
+
+        def embed_stream(texts):
+            assert texts is stream
+            return [v for b in stream_batches for v in model.encode(b)]
     else:
         from lwx_edge.bundle import Bundle
+        from lwx_edge.encoder import Encoder
         from lwx_edge.tokenizer import Tokenizer
 
         b = Bundle.load(bundle, verify=False)
@@ -109,9 +124,9 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
 
             enc = load_encoder(b)
 
-            def run(x, m):
-                with torch.inference_mode():
-                    return enc(torch.from_numpy(x), torch.from_numpy(m)).numpy()
+            from lwx_edge.runtime.torch_backend import TorchBackend
+
+            backend = TorchBackend(enc)
         elif runtime.startswith("onnx"):
             import onnxruntime  # noqa: F401
 
@@ -119,7 +134,7 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
 
             imported = rss_mb()
             t0 = time.perf_counter()
-            run = OnnxBackend(bundle / ARTEFACT[runtime], threads=threads).run
+            backend = OnnxBackend(bundle / ARTEFACT[runtime], threads=threads)
         else:
             from lwx_edge.export._quiet import native_quiet
 
@@ -131,25 +146,32 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
 
                 imported = rss_mb()
                 t0 = time.perf_counter()
-                run = ExecuTorchBackend(bundle / ARTEFACT[runtime], threads=threads).run
+                backend = ExecuTorchBackend(bundle / ARTEFACT[runtime], threads=threads)
         load_s = time.perf_counter() - t0
 
         def embed(texts):
             enc_ = tok.encode(list(texts))
             x, m = Tokenizer.pad(enc_.ids)
-            return run(x, m)
+            return backend.run(x, m)
+
+        sdk = Encoder(tok, backend)
+        stream = stream_texts()
+
+        def embed_stream(texts):  # the SDK: sort by length, batches padded to their own length, order restored
+            return sdk.embed(texts, batch_size=batch, normalize=False)
     loaded = rss_mb()
 
-    def timeit(name: str, groups: list[list[str]], secs: float = seconds) -> dict:
+    def timeit(name: str, groups: list[list[str]], secs: float = seconds, fn=None) -> dict:
+        fn = fn or embed
         for g in groups[: min(3, len(groups))]:
-            embed(g)
+            fn(g)
         lat, n_sent = [], 0
         t_end = time.perf_counter() + secs
         i = 0
         while time.perf_counter() < t_end or i < 2 * len(groups):
             g = groups[i % len(groups)]
             t = time.perf_counter()
-            out = embed(g)
+            out = fn(g)
             lat.append(time.perf_counter() - t)
             n_sent += len(g)
             i += 1
@@ -167,6 +189,7 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
         "single_short": timeit("single_short", [[t] for t in short]),
         "batch_short": timeit("batch_short", [cyc[i:i + batch] for i in range(0, len(cyc), batch)]),
         "single_long": timeit("single_long", [[t] for t in kinds["long"]]),
+        "stream_short": timeit("stream_short", [stream], fn=embed_stream),
     }
     # short-sentence throughput by batch size (is a larger max_batch worth its arena?)
     sweep = {}
@@ -181,6 +204,21 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
 
 
 # --------------------------------------------------------------------------------------------- setup
+
+def stream_texts(per_lang: int = 256) -> list[str]:
+    """A stream of distinct short texts for the ``stream_short`` workload: the first ``per_lang`` short
+    package descriptions of each language in the apt lists (the probe's short sentences if there are none)."""
+    out = []
+    for lang in ("en", "fr", "de", "es", "it"):
+        files = sorted(Path("/var/lib/apt/lists").glob(f"*_main_i18n_Translation-{lang}*"))
+        if files:
+            data = subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(files[0])], capture_output=True,
+                                  check=True).stdout.decode("utf-8", "replace")
+            key = f"Description-{lang}: "
+            seen = dict.fromkeys(line[len(key):] for line in data.splitlines() if line.startswith(key))
+            out += list(seen)[:per_lang]
+    return out or texts_by_kind()["short"] * 64
+
 
 def ddtp_texts(limit_per_lang: int = 60000) -> list[str]:
     """Short descriptions + first paragraph lines of Debian's package-description translations."""
@@ -274,11 +312,12 @@ def markdown(res: dict) -> str:
              f"{res['texts']['long']} long ({res['texts']['long_tokens_mean']} tokens mean); end to end "
              "(text -> vector, tokenization included).", "",
              "| runtime | size MB | thr | single short p50 / p95 ms | single short sent/s | "
-             f"batch {res['batch']} short sent/s (p50 ms) | single long p50 ms | peak RSS MB (Δ over imports) |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"batch {res['batch']} short sent/s (p50 ms) | stream of short, batches of {res['batch']}, sent/s | "
+             "single long p50 ms | peak RSS MB (Δ over imports) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in res["results"]:
         if "error" in r:
-            lines.append(f"| {LABEL[r['runtime']]} | | {r['threads']} | error: {r['error'][:60]} | | | | |")
+            lines.append(f"| {LABEL[r['runtime']]} | | {r['threads']} | error: {r['error'][:60]} | | | | | |")
             continue
         w = r["workloads"]
         size = res["sizes_mb"].get(r["runtime"], "")
@@ -286,7 +325,8 @@ def markdown(res: dict) -> str:
             f"| {LABEL[r['runtime']]} | {size} | {r['threads']} | {w['single_short']['p50_ms']:.2f} / "
             f"{w['single_short']['p95_ms']:.2f} | {w['single_short']['sentences_per_s']:.0f} | "
             f"{w['batch_short']['sentences_per_s']:.0f} ({w['batch_short']['p50_ms']:.1f}) | "
-            f"{w['single_long']['p50_ms']:.2f} | {r['rss_mb']['peak']:.0f} ({r['rss_mb']['peak_minus_imports']:.0f}) |")
+            f"{w['stream_short']['sentences_per_s']:.0f} | {w['single_long']['p50_ms']:.2f} | "
+            f"{r['rss_mb']['peak']:.0f} ({r['rss_mb']['peak_minus_imports']:.0f}) |")
     t = res.get("targets", {})
     if t:
         lines += ["", "Targets (int8, 1 thread):"]
@@ -344,7 +384,7 @@ def targets(res: dict) -> dict:
         lat = r["workloads"]["single_short"]["p50_ms"]
         out[f"{rt} single-sentence latency p50 (target < 2 ms)"] = f"{lat:.2f} ms ({'met' if lat < 2 else 'missed'})"
         if teacher:
-            for wl in ("single_short", "batch_short"):
+            for wl in ("single_short", "batch_short", "stream_short"):
                 x = r["workloads"][wl]["sentences_per_s"] / teacher["workloads"][wl]["sentences_per_s"]
                 out[f"{rt} {wl} throughput vs teacher (target >= 1.5x)"] = (
                     f"{x:.1f}x ({r['workloads'][wl]['sentences_per_s']:.0f} vs "
@@ -450,7 +490,9 @@ def main() -> None:
         "batch": args.batch, "seconds_per_workload": args.seconds,
         "texts": {"short": len(kinds["short"]), "long": len(kinds["long"]),
                   "short_tokens_mean": mean_tokens(kinds["short"]), "long_tokens_mean": mean_tokens(kinds["long"]),
-                  "source": "lwx_edge.export.probe (en/fr/de/es/it)"},
+                  "source": "lwx_edge.export.probe (en/fr/de/es/it)",
+                  "stream": len(stream_texts()), "stream_tokens_mean": mean_tokens(stream_texts()),
+                  "stream_source": "short package descriptions from the apt lists (Translation-en/fr/de/es/it)"},
         "notes": ["each runtime/thread setting runs in a fresh subprocess; peak RSS = ru_maxrss of that process",
                   "the ExecuTorch Python runtime imports torch (its RSS baseline); the on-device C++ runtime does not",
                   "the .pte is exported with max_batch 16: a batch of 32 runs as two calls of 16",
