@@ -146,6 +146,23 @@ def test_batches_are_sorted_and_padded_to_their_own_length(bundle, texts):
     assert np.abs(got - ref).max() < 1e-5
 
 
+@needs_et
+def test_executorch_chunks_big_batches_by_length(bundle, texts):
+    """A call with more rows than the .pte takes runs sorted chunks cut to their own length, in input order."""
+    from lwx_edge.tokenizer import Tokenizer
+
+    enc = Encoder.load(bundle, backend="executorch", precision="fp32")
+    ids, mask = Tokenizer.pad(enc.tokenizer.encode(texts[:20]).ids)
+    ids, mask = np.pad(ids, ((0, 0), (0, 3))), np.pad(mask, ((0, 0), (0, 3)))  # extra all-padding columns
+    shapes, execute = [], enc.backend._execute
+    enc.backend._execute = lambda x, m: shapes.append(x.shape) or execute(x, m)
+    got = enc.backend.run(ids, mask)
+    assert [s[0] for s in shapes] == [8, 8, 4]
+    assert [s[1] for s in shapes] == sorted(s[1] for s in shapes) and shapes[-1][1] == mask.sum(1).max()
+    alone = np.concatenate([execute(ids[i:i + 1, :mask[i].sum()], mask[i:i + 1, :mask[i].sum()]) for i in range(20)])
+    assert np.abs(got - alone).max() < 1e-5
+
+
 def test_truncation_is_reported_never_silent(bundle):
     enc = Encoder.load(bundle)
     long = " ".join(sentences(20, seed=3))

@@ -3,8 +3,9 @@
 Nothing is imported from ExecuTorch (which itself imports torch) until a backend is created.
 Runtime notes (EXPORT.md §7): int8 programs need ``import executorch.kernels.quantized`` before loading
 (``embedding_byte``); the thread pool is reset *before* ``load_method`` (XNNPACK keeps the pool it saw);
-inputs are contiguous int64; batches above the program's ``max_batch`` are run in chunks. One loaded
-method owns one planned activation arena, so calls are serialised with a lock (thread-safe, not parallel).
+inputs are contiguous int64; batches above the program's ``max_batch`` run in chunks of rows of similar
+length, each cut to its own longest row (right padding). One loaded method owns one planned activation
+arena, so calls are serialised with a lock (thread-safe, not parallel).
 """
 from __future__ import annotations
 
@@ -88,22 +89,34 @@ class ExecuTorchBackend:
             return None
 
     def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        import torch
-
         ids = np.ascontiguousarray(input_ids, dtype=np.int64)
         mask = np.ascontiguousarray(attention_mask, dtype=np.int64)
-        outs = []
-        for s in range(0, ids.shape[0], self.max_batch):
-            x = torch.from_numpy(np.ascontiguousarray(ids[s:s + self.max_batch]))
-            m = torch.from_numpy(np.ascontiguousarray(mask[s:s + self.max_batch]))
-            with self._lock:
-                try:
-                    out = self.method.execute([x, m])[0]
-                except Exception as e:
-                    raise LwxError(f"{self.path}: ExecuTorch failed on a batch of shape {tuple(x.shape)} "
-                                   f"({type(e).__name__}: {str(e)[:300]})") from None
-                outs.append(out.detach().numpy().astype(np.float32, copy=True))  # the arena is reused
-        return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
+        if ids.shape[0] <= self.max_batch:
+            return self._execute(ids, mask)
+        # More rows than the program takes: chunks of rows of similar length, each cut to its longest row.
+        lengths = mask.sum(axis=1)
+        order = np.argsort(lengths, kind="stable")
+        out = None
+        for s in range(0, len(order), self.max_batch):
+            rows = order[s:s + self.max_batch]
+            t = max(1, int(lengths[rows].max()))
+            vecs = self._execute(ids[rows, :t], mask[rows, :t])
+            if out is None:
+                out = np.empty((len(order), vecs.shape[1]), dtype=np.float32)
+            out[rows] = vecs
+        return out
+
+    def _execute(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        import torch
+
+        x, m = torch.from_numpy(np.ascontiguousarray(ids)), torch.from_numpy(np.ascontiguousarray(mask))
+        with self._lock:
+            try:
+                out = self.method.execute([x, m])[0]
+            except Exception as e:
+                raise LwxError(f"{self.path}: ExecuTorch failed on a batch of shape {tuple(x.shape)} "
+                               f"({type(e).__name__}: {str(e)[:300]})") from None
+            return out.detach().numpy().astype(np.float32, copy=True)  # the arena is reused by the next call
 
     def __repr__(self) -> str:
         return f"ExecuTorchBackend({str(self.path)!r}, max_batch={self.max_batch}, threads={self.threads})"
