@@ -299,8 +299,7 @@ class Encoder:
               progress: bool = False, truncation: str = "warn") -> np.ndarray:
         """Embed texts -> float32 [n, d] (L2-normalised unless ``normalize=False``), in input order.
 
-        Texts are sorted by length into batches of ``batch_size`` (or the program's max batch, if smaller), each
-        padded only to its own longest text, and the order is restored.
+        Texts are sorted by length into batches of ``batch_size`` (less padding) and the order is restored.
         Inputs longer than the model's max length keep their head; their indices are in
         ``self.last_truncated`` and, with ``truncation="warn"`` (default), a ``TruncationWarning`` says so;
         ``"ignore"`` only records them, ``"error"`` raises ``InputError`` instead of embedding.
@@ -322,8 +321,6 @@ class Encoder:
                 warnings.warn(msg, TruncationWarning, stacklevel=2)
         lengths = np.fromiter((len(x) for x in enc.ids), dtype=np.int64, count=len(enc.ids))
         order = np.argsort(lengths, kind="stable")
-        # A .pte runs at most max_batch rows a call: batch by that, so every chunk is padded to its own length.
-        batch_size = min(batch_size, getattr(self.backend, "max_batch", None) or batch_size)
         out = None
         starts = range(0, len(order), batch_size)
         if progress:

@@ -11,11 +11,11 @@ texts in the same run:
 * ``single_short``: one short sentence per call (batch 1, no padding), text -> vector end to end
   (normalisation + SentencePiece + padding + model); latency p50/p95 and sentences/s;
 * ``batch_short``: 32 short sentences per call, right-padded (the .pte, exported with max_batch 16, runs
-  two chunks of 16, as the SDK will);
+  two length-sorted chunks of 16, each cut to its own length, as its backend does);
 * ``single_long``: one long sentence (40-60 words) per call;
 * ``stream_short``: 1,280 distinct short package descriptions (256 per language) per call, through the SDK
-  (``Encoder.embed(texts, batch_size=32)``: sorted by length, every batch padded to its own longest text, a
-  .pte's batches capped at its max_batch); the teacher gets exactly the same length-sorted batches of 32.
+  (``Encoder.embed(texts, batch_size=32)``: sorted by length, every batch padded to its own longest text);
+  the teacher gets exactly the same length-sorted batches of 32.
 
 Plus file sizes, peak RSS, and (``--arena``) the planned ExecuTorch activation arena for several
 (max_batch, max_len) bounds. The bundle's artefacts are exported first if missing (fp32 and int8).
@@ -495,7 +495,7 @@ def main() -> None:
                   "stream_source": "short package descriptions from the apt lists (Translation-en/fr/de/es/it)"},
         "notes": ["each runtime/thread setting runs in a fresh subprocess; peak RSS = ru_maxrss of that process",
                   "the ExecuTorch Python runtime imports torch (its RSS baseline); the on-device C++ runtime does not",
-                  "the .pte is exported with max_batch 16: a batch of 32 runs as two calls of 16",
+                  "the .pte is exported with max_batch 16: a batch of 32 runs as two length-sorted calls of 16",
                   "ONNX/ExecuTorch thread counts: onnxruntime intra_op_num_threads; ExecuTorch threadpool reset "
                   "before load_method; torch.set_num_threads; USE(threads=n) + OMP/OPENBLAS env"],
         "results": results,
