@@ -128,25 +128,6 @@ def test_batch_invariance_and_order(bundle, texts, backend):
 
 
 def test_batches_are_sorted_and_padded_to_their_own_length(bundle, texts):
-    """embed() pads each batch only to its longest text, and never sends a backend more than its max_batch."""
-    enc = Encoder.load(bundle, backend="onnx", precision="fp32")
-    shapes, run = [], enc.backend.run
-
-    def recording_run(ids, mask):
-        shapes.append(ids.shape)
-        assert mask[:, -1].any()  # no all-padding column
-        return run(ids, mask)
-
-    enc.backend.run = recording_run
-    ref = enc.embed(texts, batch_size=40)
-    enc.backend.max_batch = 8  # as an ExecuTorch program exported with --max-batch 8 says
-    got = enc.embed(texts, batch_size=40)
-    assert shapes[0][0] == 40 and [s[0] for s in shapes[1:]] == [8] * 5
-    assert [s[1] for s in shapes[1:]] == sorted(s[1] for s in shapes[1:]) and shapes[1][1] < shapes[-1][1]
-    assert np.abs(got - ref).max() < 1e-5
-
-
-def test_batches_are_sorted_and_padded_to_their_own_length(bundle, texts):
     """embed() sorts texts by length and pads each batch only to its own longest text."""
     enc = Encoder.load(bundle, backend="onnx", precision="fp32")
     shapes, run = [], enc.backend.run
