@@ -205,33 +205,31 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
 
 # --------------------------------------------------------------------------------------------- setup
 
+def _translation_lines(lang: str) -> list[str]:
+    """The lines of the apt lists' Translation-{lang} file (Debian's package descriptions), or []."""
+    files = sorted(Path("/var/lib/apt/lists").glob(f"*_main_i18n_Translation-{lang}*"))
+    if not files:
+        return []
+    return subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(files[0])], capture_output=True,
+                          check=True).stdout.decode("utf-8", "replace").splitlines()
+
+
 def stream_texts(per_lang: int = 256) -> list[str]:
     """A stream of distinct short texts for the ``stream_short`` workload: the first ``per_lang`` short
     package descriptions of each language in the apt lists (the probe's short sentences if there are none)."""
     out = []
     for lang in ("en", "fr", "de", "es", "it"):
-        files = sorted(Path("/var/lib/apt/lists").glob(f"*_main_i18n_Translation-{lang}*"))
-        if files:
-            data = subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(files[0])], capture_output=True,
-                                  check=True).stdout.decode("utf-8", "replace")
-            key = f"Description-{lang}: "
-            seen = dict.fromkeys(line[len(key):] for line in data.splitlines() if line.startswith(key))
-            out += list(seen)[:per_lang]
+        key = f"Description-{lang}: "
+        out += list(dict.fromkeys(x[len(key):] for x in _translation_lines(lang) if x.startswith(key)))[:per_lang]
     return out or texts_by_kind()["short"] * 64
 
 
 def ddtp_texts(limit_per_lang: int = 60000) -> list[str]:
     """Short descriptions + first paragraph lines of Debian's package-description translations."""
-    lists = Path("/var/lib/apt/lists")
     out = []
     for lang in ("en", "fr", "de", "es", "it"):
-        files = sorted(lists.glob(f"*_main_i18n_Translation-{lang}*"))
-        if not files:
-            continue
-        data = subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(files[0])], capture_output=True,
-                              check=True).stdout.decode("utf-8", "replace")
         n = 0
-        for line in data.splitlines():
+        for line in _translation_lines(lang):
             if line.startswith(f"Description-{lang}: "):
                 out.append(line.split(": ", 1)[1])
                 n += 1
