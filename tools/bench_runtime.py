@@ -205,13 +205,18 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
 
 # --------------------------------------------------------------------------------------------- setup
 
-def _translation_lines(lang: str) -> list[str]:
-    """The lines of the apt lists' Translation-{lang} file (Debian's package descriptions), or []."""
+def _translation_lines(lang: str):
+    """The lines of the apt lists' Translation-{lang} file (Debian's package descriptions), streamed (the
+    workers' peak RSS must not count a decompressed list), or nothing."""
     files = sorted(Path("/var/lib/apt/lists").glob(f"*_main_i18n_Translation-{lang}*"))
     if not files:
-        return []
-    return subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(files[0])], capture_output=True,
-                          check=True).stdout.decode("utf-8", "replace").splitlines()
+        return
+    with subprocess.Popen(["/usr/lib/apt/apt-helper", "cat-file", str(files[0])], stdout=subprocess.PIPE,
+                          text=True, encoding="utf-8", errors="replace") as p:
+        try:
+            yield from (line.rstrip("\n") for line in p.stdout)
+        finally:
+            p.kill()
 
 
 def stream_texts(per_lang: int = 256) -> list[str]:
@@ -219,8 +224,13 @@ def stream_texts(per_lang: int = 256) -> list[str]:
     package descriptions of each language in the apt lists (the probe's short sentences if there are none)."""
     out = []
     for lang in ("en", "fr", "de", "es", "it"):
-        key = f"Description-{lang}: "
-        out += list(dict.fromkeys(x[len(key):] for x in _translation_lines(lang) if x.startswith(key)))[:per_lang]
+        key, seen = f"Description-{lang}: ", {}
+        for line in _translation_lines(lang):
+            if line.startswith(key):
+                seen[line[len(key):]] = None
+                if len(seen) == per_lang:
+                    break
+        out += list(seen)
     return out or texts_by_kind()["short"] * 64
 
 
@@ -360,10 +370,10 @@ def defaults_note(res: dict) -> str:
             parts.append(f"at {r['threads']} thread(s) ExecuTorch int8 peaks at B={best} ({sw[best]:.0f} sent/s); "
                          f"B=8 gives {100 * sw['8'] / sw[best]:.0f}% and B=16 {100 * sw['16'] / sw[best]:.0f}% of it")
     return ("Defaults: max_batch 16, max_len = the model's max_len (" + str(ml) + "). The arena grows linearly with "
-            f"max_batch ({arena.get((16, ml), '?')} MB at 16 vs {arena.get((64, ml), '?')} MB at 64) while "
-            "short-sentence throughput stops growing beyond a batch of 4-8: " + "; ".join(parts) +
-            ". Larger batches are chunked by the caller, so 16 keeps memory small at no cost in speed; "
-            "a shorter max_len cuts the arena further but truncates more text.")
+            f"max_batch ({arena.get((16, ml), '?')} MB at 16 vs {arena.get((64, ml), '?')} MB at 64). Throughput by "
+            "batch size: " + "; ".join(parts) + ". A call above max_batch already runs as length-sorted chunks of "
+            "16, each cut to its own length (so B=32 may beat B=16: less padding, not a bigger program batch), "
+            "so 16 keeps memory small; a shorter max_len cuts the arena further but truncates more text.")
 
 
 def targets(res: dict) -> dict:
