@@ -83,6 +83,8 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=Path("benchmarks/ablations_test.json"))
     ap.add_argument("--split", default="test")
     a = ap.parse_args()
+    from lwx_edge.bundle import write_json_atomic
+
     a.out.mkdir(parents=True, exist_ok=True)
 
     names = a.only
@@ -108,7 +110,7 @@ def main() -> None:
                      "train_minutes": round(took.get(n, 0) / 60, 1), **{k: v.get("avg", v.get("avg_en_x")) for k, v in r.items()}})
     results["ablations"] = {"steps": a.steps, "batch": 128, "threads_per_run": a.threads, "jobs": a.jobs,
                             "rows": rows}
-    a.results.write_text(json.dumps(results, indent=1))
+    write_json_atomic(a.results, results)
     keys = [k for k in rows[0] if k.startswith(("xsr", "cls"))]
     print("| variant | best step | dev P@1 | " + " | ".join(keys) + " |")
     print("|---|---|---|" + "---|" * len(keys))
