@@ -106,3 +106,16 @@ def test_the_wheel_carries_the_default_model_and_every_package(tmp_path):
         assert f"lwx_edge/default_model/{f}" in names
     for mod in ("lwx_edge/export/__init__.py", "lwx_edge/heads/mlp.py", "lwx_edge/runtime/onnx_backend.py"):
         assert mod in names
+
+
+def test_ships_its_test_split_evaluation_and_beats_tfidf_on_every_task():
+    manifest = json.loads((DEFAULT_MODEL / "manifest.json").read_text())
+    assert "eval_test.json" in manifest["files"] and manifest["results"] == ["eval_test.json"]
+    ev = json.loads((DEFAULT_MODEL / "eval_test.json").read_text())
+    assert ev["split"] == "test" and set(ev["tasks"]) == {"xsr", "cls", "dialogue"}
+    ours, tfidf, teacher = (ev["results"][k] for k in ("lwx-edge default", "TF-IDF", "teacher USE-m v3"))
+    for task in ("xsr_short", "xsr_doc", "xsr_dialogue"):
+        assert ours[task]["avg"] > tfidf[task]["avg"], task
+        assert len(ours[task]) == 9 and len(teacher[task]) == 9  # 8 directions + avg, references in the same run
+    for lang in ("fr", "de", "es", "it"):
+        assert ours["cls"]["langs"][lang]["balanced_accuracy"] > tfidf["cls"]["langs"][lang]["balanced_accuracy"], lang

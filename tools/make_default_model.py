@@ -1,13 +1,16 @@
 """Build the default model shipped in the package (``lwx_edge/default_model``) from a trained bundle.
 
-    python tools/make_default_model.py runs/default/best --results runs/default/final_metrics.json
+    python tools/make_default_model.py runs/default/best
+    lwx-edge eval default --split test -o benchmarks/eval_test.json
+    python tools/make_default_model.py --attach benchmarks/eval_test.json
 
 Exports the bundle ``--int8`` to ExecuTorch and ONNX (with the parity checks of ``lwx-edge export``) into a
 temporary copy, keeps only what an app needs -- ``config.json``, ``tokenizer.model``, ``model.int8.pte``,
 ``model.int8.onnx``, ``parity.json`` and the evaluation results given -- writes a manifest for exactly those
 files (with the sha256 of the fp32 weights they came from, and the training record), and replaces
 ``lwx_edge/default_model`` atomically. The fp32 weights stay in the run directory: ~50 MB the package
-does not need.
+does not need. ``--attach`` adds result files (the evaluation of the model just shipped) to the existing
+default model without exporting again, and rewrites its manifest (the previous record is kept).
 """
 from __future__ import annotations
 
@@ -24,11 +27,20 @@ KEEP = ("config.json", "tokenizer.model", "model.int8.pte", "model.int8.onnx", "
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("bundle", type=Path, help="trained bundle (e.g. runs/default/best)")
+    ap.add_argument("bundle", type=Path, nargs="?", help="trained bundle (e.g. runs/default/best)")
     ap.add_argument("--results", type=Path, nargs="*", default=[],
                     help="JSON evaluation results to ship beside the model (copied by name)")
+    ap.add_argument("--attach", type=Path, nargs="+", metavar="JSON",
+                    help="add these JSON result files to the existing default model (no export)")
     ap.add_argument("--out", type=Path, default=ROOT / "lwx_edge" / "default_model")
     a = ap.parse_args()
+    if a.attach:
+        if a.bundle or a.results:
+            ap.error("--attach takes no bundle and no --results")
+        attach(a.out, a.attach)
+        return
+    if a.bundle is None:
+        ap.error("a bundle is required (or --attach)")
 
     from lwx_edge.bundle import WEIGHTS, Bundle, atomic_dir, write_manifest
     from lwx_edge.export import export_bundle
@@ -52,6 +64,33 @@ def main() -> None:
     sizes = {p.name: p.stat().st_size for p in a.out.rglob("*") if p.is_file()}
     print(json.dumps({"out": str(a.out), "bytes": sizes, "total_mb": round(sum(sizes.values()) / 2**20, 2),
                       "int8_cosine": {k: {"mean": v["cos_mean"], "min": v["cos_min"]} for k, v in report["artifacts"].items()}}, indent=2))
+
+
+def attach(model_dir: Path, files: list[Path]) -> None:
+    """Copy result files into ``model_dir`` and rewrite its manifest, all in one atomic swap."""
+    from lwx_edge.bundle import Bundle, atomic_dir, write_manifest
+    from lwx_edge.errors import BundleError
+
+    try:
+        bundle = Bundle.load(model_dir)  # the model must be intact before anything is added to it
+    except BundleError as e:
+        sys.exit(f"error: {e}")
+    for f in files:
+        try:
+            json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            sys.exit(f"error: {f}: not a readable JSON file ({e})")
+    info = {k: v for k, v in bundle.manifest.items()
+            if k not in ("format", "format_version", "lwx_edge_version", "created", "files")}
+    info["results"] = sorted(set(info.get("results", [])) | {f.name for f in files})
+    with atomic_dir(model_dir) as d:
+        for rel in bundle.manifest["files"]:
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(bundle.path / rel, d / rel)
+        for f in files:
+            shutil.copy2(f, d / f.name)
+        write_manifest(d, info)
+    print(f"attached {', '.join(f.name for f in files)} to {model_dir}")
 
 
 if __name__ == "__main__":
