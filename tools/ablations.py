@@ -33,12 +33,12 @@ NO_ALIGN_SIM = ["--set", "weights.align=0", "--set", "weights.sim=0"]
 
 # name -> (what the row is, extra arguments); the first one trains the tokenizer.
 VARIANTS = {
-    "ugt+align+sim+kd": ("UGT + align + sim + KD (the shipped recipe)", []),
+    "ugt+align+sim+kd": ("UGT + align + sim + KD (the previous default's recipe)", []),
     "ugt": ("UGT only", NO_KD + NO_ALIGN_SIM),
     "ugt+align": ("UGT + align", NO_KD + ["--set", "weights.sim=0"]),
     "ugt+align+sim": ("UGT + align + sim (the paper)", NO_KD),
     "ugt+kd": ("UGT + KD", NO_ALIGN_SIM),
-    "ugt+align+kd": ("UGT + align + KD", ["--set", "weights.sim=0"]),
+    "ugt+align+kd": ("UGT + align + KD (the shipped recipe)", ["--set", "weights.sim=0"]),
     "kd": ("KD only", NO_ALIGN_SIM + ["--set", "weights.gen=0"]),
     "ugt+align+sim+kd+ranking": ("UGT + align + sim + KD + ranking (hard negatives)", ["--set", "weights.ranking=1"]),
 }
