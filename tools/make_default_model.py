@@ -6,7 +6,7 @@
 
 Exports the bundle ``--int8`` to ExecuTorch and ONNX (with the parity checks of ``lwx-edge export``) into a
 temporary copy, keeps only what an app needs -- ``config.json``, ``tokenizer.model``, ``model.int8.pte``,
-``model.int8.onnx``, ``parity.json`` and the evaluation results given -- writes a manifest for exactly those
+``model.int8.onnx``, ``parity.json`` -- writes a manifest for exactly those
 files (with the sha256 of the fp32 weights they came from, and the training record), and replaces
 ``lwx_edge/default_model`` atomically. The fp32 weights stay in the run directory: ~50 MB the package
 does not need. ``--attach`` adds result files (the evaluation of the model just shipped) to the existing
@@ -28,15 +28,13 @@ KEEP = ("config.json", "tokenizer.model", "model.int8.pte", "model.int8.onnx", "
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bundle", type=Path, nargs="?", help="trained bundle (e.g. runs/default/best)")
-    ap.add_argument("--results", type=Path, nargs="*", default=[],
-                    help="JSON evaluation results to ship beside the model (copied by name)")
     ap.add_argument("--attach", type=Path, nargs="+", metavar="JSON",
                     help="add these JSON result files to the existing default model (no export)")
     ap.add_argument("--out", type=Path, default=ROOT / "lwx_edge" / "default_model")
     a = ap.parse_args()
     if a.attach:
-        if a.bundle or a.results:
-            ap.error("--attach takes no bundle and no --results")
+        if a.bundle:
+            ap.error("--attach takes no bundle")
         attach(a.out, a.attach)
         return
     if a.bundle is None:
@@ -53,10 +51,7 @@ def main() -> None:
         with atomic_dir(a.out) as d:
             for name in KEEP:
                 shutil.copy2(copy / name, d / name)
-            for r in a.results:
-                shutil.copy2(r, d / r.name)
-            info = {k: v for k, v in exported.items()
-                    if k not in ("format", "format_version", "lwx_edge_version", "created", "files")}
+            info = record(exported)
             info["artifacts"] = {k: v for k, v in (info.get("artifacts") or {}).items() if k in KEEP}
             info["source"] = {"bundle": str(a.bundle), "weights_sha256": src.sha256(WEIGHTS),
                               "command": "python tools/make_default_model.py " + " ".join(sys.argv[1:])}
@@ -64,6 +59,13 @@ def main() -> None:
     sizes = {p.name: p.stat().st_size for p in a.out.rglob("*") if p.is_file()}
     print(json.dumps({"out": str(a.out), "bytes": sizes, "total_mb": round(sum(sizes.values()) / 2**20, 2),
                       "int8_cosine": {k: {"mean": v["cos_mean"], "min": v["cos_min"]} for k, v in report["artifacts"].items()}}, indent=2))
+
+
+def record(manifest: dict) -> dict:
+    """The part of a manifest that describes the model (training, artefacts, source, results); the rest
+    (format, version, date, file list) ``write_manifest`` writes anew."""
+    return {k: v for k, v in manifest.items()
+            if k not in ("format", "format_version", "lwx_edge_version", "created", "files")}
 
 
 def attach(model_dir: Path, files: list[Path]) -> None:
@@ -80,8 +82,7 @@ def attach(model_dir: Path, files: list[Path]) -> None:
             json.loads(f.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             sys.exit(f"error: {f}: not a readable JSON file ({e})")
-    info = {k: v for k, v in bundle.manifest.items()
-            if k not in ("format", "format_version", "lwx_edge_version", "created", "files")}
+    info = record(bundle.manifest)
     info["results"] = sorted(set(info.get("results", [])) | {f.name for f in files})
     with atomic_dir(model_dir) as d:
         for rel in bundle.manifest["files"]:
