@@ -39,6 +39,18 @@ def dialogue(out: Path = typer.Option(Path("data/corpus/dialogue"), "--out", "-o
                           indent=2))
 
 
+@app.command("everyday")
+def everyday(out: Path = typer.Option(Path("data/corpus/everyday"), "--out", "-o"),
+             work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
+             words_per_lang: int = typer.Option(20000, "--words-per-lang", min=0,
+                                                help="Words sampled from each language's word list.")):
+    """Everyday text: game dialogue and story catalogs (FreeDroid RPG held out for test), Ding phrases,
+    fortunes, WordNet examples and word lists; parallel splits by gettext domain plus ``mono/``."""
+    from ..data.everyday import build_everyday
+
+    typer.echo(json.dumps(build_everyday(out, work_dir=work_dir, words_per_lang=words_per_lang), indent=2))
+
+
 @app.command("mono")
 def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
          ddtp_dir: Path = typer.Option(Path("data/corpus/ddtp"), "--ddtp"),
@@ -53,8 +65,9 @@ def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
 
 @app.command("all")
 def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
-    """ddtp + gettext + dialogue + mono into ROOT/{ddtp,gettext,dialogue,mono}."""
+    """ddtp + gettext + dialogue + mono + everyday into ROOT/{ddtp,gettext,dialogue,mono,everyday}."""
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
     dialogue(root / "dialogue", root.parent / "debs")
     mono(root / "mono", root / "ddtp", root / "gettext", root / "dialogue")
+    everyday(root / "everyday", root.parent / "debs", 20000)

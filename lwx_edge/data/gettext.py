@@ -286,26 +286,16 @@ def deb_source(deb: str | Path) -> tuple[str, str]:
     return pkg, (fields.get("Source") or pkg).split()[0]
 
 
-def deb_catalogs(deb: str | Path, langs) -> Iterator[tuple[str, str, bytes]]:
-    """(lang, catalog key, .mo bytes) for each catalog of ``langs`` in a .deb, streamed through
-    ``dpkg-deb --fsys-tarfile`` (nothing is unpacked to disk). A catalog in the bare language directory
-    (fr/) wins over its main-country variant (fr_FR/); other regional variants (fr_CA, es_MX) are skipped."""
+def deb_files(deb: str | Path, wanted) -> Iterator[tuple[str, bytes]]:
+    """(member name, bytes) of every regular file of a .deb whose name ``wanted(name)`` accepts, streamed
+    through ``dpkg-deb --fsys-tarfile`` (nothing is unpacked to disk)."""
     proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    best: dict[tuple[str, str], tuple[bool, bytes]] = {}
     try:
         with tarfile.open(fileobj=proc.stdout, mode="r|") as tf:
             for member in tf:
-                m = _MO_PATH.search(member.name)
-                if not m or not member.isfile() or m.group("lang") not in langs:
-                    continue
-                lang, region = m.group("lang"), m.group("region")
-                if region and region[1:] != lang.upper():
-                    continue
-                key = (lang, member.name[: m.start()] + "/" + m.group("domain"))
-                if key in best and not best[key][0]:
-                    continue  # the bare-language catalog is already there
-                best[key] = (bool(region), tf.extractfile(member).read())
+                if member.isfile() and wanted(member.name):
+                    yield member.name, tf.extractfile(member).read()
     except tarfile.TarError as e:
         raise CorpusError(f"{deb}: cannot read the package's data archive ({e})") from None
     finally:
@@ -314,18 +304,37 @@ def deb_catalogs(deb: str | Path, langs) -> Iterator[tuple[str, str, bytes]]:
         proc.stderr.close()
         if proc.wait() != 0:
             raise CorpusError(f"{deb}: dpkg-deb failed ({err.decode(errors='replace').strip()})")
+
+
+def deb_catalogs(deb: str | Path, langs) -> Iterator[tuple[str, str, bytes]]:
+    """(lang, catalog key, .mo bytes) for each catalog of ``langs`` in a .deb (:func:`deb_files`). A catalog
+    in the bare language directory (fr/) wins over its main-country variant (fr_FR/); other regional
+    variants (fr_CA, es_MX) are skipped."""
+    def wanted(name: str) -> bool:
+        m = _MO_PATH.search(name)
+        return bool(m) and m.group("lang") in langs and (not m.group("region") or m.group("region")[1:] == m.group("lang").upper())
+
+    best: dict[tuple[str, str], tuple[bool, bytes]] = {}
+    for name, data in deb_files(deb, wanted):
+        m = _MO_PATH.search(name)
+        lang, region = m.group("lang"), m.group("region")
+        key = (lang, name[: m.start()] + "/" + m.group("domain"))
+        if key in best and not best[key][0]:
+            continue  # the bare-language catalog is already there
+        best[key] = (bool(region), data)
     for (lang, key), (_, data) in best.items():
         yield lang, key, data
 
 
 def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str, ...] = ("fr", "de", "es", "it"),
                   packages=DEFAULT_PACKAGES, work_dir: str | Path | None = None, progress: bool = True,
-                  split_by: str = "source") -> dict:
+                  split_by: str = "source", held_out=()) -> dict:
     """Download ``packages``, read their catalogs and write ``out_dir/{split}.en-{xx}.tsv`` (en<TAB>xx,
     cleaned, each distinct pair once per split) and ``summary.json``, each atomically. ``work_dir`` keeps
     the downloaded .deb files (a temporary directory, removed afterwards, when None). ``split_by`` hashes
     each package's source name ("source") or each catalog's gettext domain ("domain", for packages of one
-    source such as the Wesnoth campaigns). Returns the summary."""
+    source such as the Wesnoth campaigns); every catalog of a package in ``held_out`` goes to the test split
+    whole (an unseen source for evaluation). Returns the summary."""
     t0 = time.time()
     if split_by not in ("source", "domain"):
         raise CorpusError(f"split_by must be 'source' or 'domain'; got {split_by!r}")
@@ -363,13 +372,13 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
                 print(f"warning: {pkg} skipped: {e}", file=sys.stderr)
                 missing.append(pkg)
                 continue
-            split = split_of(source)
+            split = "test" if pkg in held_out else split_of(source)
             counts: Counter = Counter()
             domains: dict[str, str] = {}
             for lang, key, data in catalogs:
                 if split_by == "domain":
                     domain = key.rsplit("/", 1)[-1]
-                    split = domains[domain] = split_of(domain)
+                    split = domains[domain] = "test" if pkg in held_out else split_of(domain)
                 try:
                     entries = list(parse_mo(data, f"{deb.name}:{key}"))
                 except CorpusError as e:

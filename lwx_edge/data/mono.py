@@ -33,11 +33,13 @@ def _doc_texts(path: Path) -> Iterator[tuple[str, str]]:
                     yield lang, para
 
 
-def build_mono(out_dir: str | Path, corpus_dirs, langs=LANGUAGES, filt: PairFilter | None = None) -> dict:
+def build_mono(out_dir: str | Path, corpus_dirs, langs=LANGUAGES, filt: PairFilter | None = None,
+               extra: dict[str, list[str]] | None = None) -> dict:
     """Write ``out_dir/train.{lang}.txt``: every distinct sentence of ``lang`` (distinct once normalised;
     the first original casing kept), one per line, from the train split files of the ``corpus_dirs``
     (DDTP, gettext, dialogue; a missing one is skipped). Each text passes the per-side filters of ``filt``
-    (length, letters, charset). Also writes ``summary.json``; returns {lang: sentences, ...}."""
+    (length, letters, charset); ``extra`` ({lang: texts}) adds texts from other sources through the same
+    filters. Also writes ``summary.json``; returns {lang: sentences, ...}."""
     checker = _Checker(filt or PairFilter())
     langs = tuple(langs)
     seen: dict[str, set[str]] = {lang: set() for lang in langs}
@@ -72,6 +74,10 @@ def build_mono(out_dir: str | Path, corpus_dirs, langs=LANGUAGES, filt: PairFilt
             sources.append(str(docs))
             for lang, text in _doc_texts(docs):
                 add(lang, text)
+    for lang, texts in (extra or {}).items():
+        sources.append(f"{len(texts)} extra {lang} texts")
+        for text in texts:
+            add(lang, text)
     if not sources:
         raise CorpusError(f"no train.*.tsv or train.docs.jsonl files in {', '.join(map(str, dirs)) or '(none given)'}")
     out_dir = Path(out_dir)
