@@ -47,37 +47,67 @@ def _dense(x) -> np.ndarray:
     return np.asarray(x.toarray() if hasattr(x, "toarray") else x, dtype=np.float32)
 
 
+def nearest(queries, keys) -> np.ndarray:
+    """Index of each query's cosine-nearest key (dense or sparse inputs), in chunks of 1,024 queries."""
+    q, k = _unit_rows(queries), _unit_rows(keys)
+    return np.concatenate([np.argmax(_dense(q[s:s + 1024] @ k.T), axis=1) for s in range(0, q.shape[0], 1024)])
+
+
 def p_at_1(queries, keys) -> float:
     """Share of queries whose cosine nearest key is the one with the same index (dense or sparse inputs)."""
+    return float((nearest(queries, keys) == np.arange(queries.shape[0])).mean())
+
+
+def space_diagnostics(queries, keys, hits: np.ndarray | None = None) -> dict[str, float]:
+    """How the space spreads, for row-aligned (query i ↔ key i) sets:
+
+    - ``unrelated_cos``: mean cosine of the n(n−1) unrelated pairs (i ≠ j), exact: (Σq·Σk − Σᵢ qᵢ·kᵢ) / n(n−1)
+      on unit rows; near 0 for a well-spread space, high when every vector sits in one narrow cone;
+    - ``never_retrieved``: share of keys that are nobody's nearest neighbour;
+    - ``max_k_occurrence``: the most queries one key is nearest to (hubness; 1 is ideal).
+    """
     q, k = _unit_rows(queries), _unit_rows(keys)
-    hits = 0
-    for s in range(0, q.shape[0], 1024):
-        scores = _dense(q[s:s + 1024] @ k.T)
-        hits += int((np.argmax(scores, axis=1) == np.arange(s, min(s + 1024, q.shape[0]))).sum())
-    return hits / q.shape[0]
+    n = q.shape[0]
+    hits = nearest(q, k) if hits is None else hits
+    sq, sk = _dense(q.sum(axis=0)).ravel(), _dense(k.sum(axis=0)).ravel()
+    diag = float(np.asarray(q.multiply(k).sum()) if hasattr(q, "multiply") else np.einsum("ij,ij->", q, k))
+    counts = np.bincount(hits, minlength=k.shape[0])
+    return {"unrelated_cos": float((sq @ sk - diag) / max(n * (n - 1), 1)),
+            "never_retrieved": float((counts == 0).mean()), "max_k_occurrence": int(counts.max())}
 
 
 def retrieval(embed: Callable[[Sequence[str]], np.ndarray], docs_path: str | os.PathLike,
               langs: Sequence[str] = ("fr", "de", "es", "it"), field: str = "short",
-              max_pairs: int | None = None) -> dict[str, float]:
-    """P@1 both directions for en<->each language: {"en-fr": .., "fr-en": .., ..., "avg": ..}."""
-    return pair_retrieval(embed, {lang: ddtp_pairs(docs_path, lang, field) for lang in langs}, max_pairs)
+              max_pairs: int | None = None, diagnostics: bool = False) -> dict:
+    """P@1 both directions for en<->each language: {"en-fr": .., "fr-en": .., ..., "avg": ..} (see
+    :func:`pair_retrieval`)."""
+    return pair_retrieval(embed, {lang: ddtp_pairs(docs_path, lang, field) for lang in langs}, max_pairs,
+                          diagnostics)
 
 
 def pair_retrieval(embed: Callable[[Sequence[str]], np.ndarray], pairs: dict[str, tuple[list[str], list[str]]],
-                   max_pairs: int | None = None) -> dict[str, float]:
-    """P@1 both directions for each language's (English texts, translations), row i translating row i."""
-    out = {}
+                   max_pairs: int | None = None, diagnostics: bool = False) -> dict:
+    """P@1 both directions for each language's (English texts, translations), row i translating row i:
+    {"en-fr": .., "fr-en": .., ..., "avg": ..}; with ``diagnostics``, also "diag": :func:`space_diagnostics`
+    over all directions (means; the largest k-occurrence)."""
+    out, diags = {}, []
     for lang, (src, tgt) in pairs.items():
         if max_pairs:
             src, tgt = src[:max_pairs], tgt[:max_pairs]
         if len(src) < 2:
             continue
         es, et = embed(src), embed(tgt)
-        out[f"en-{lang}"] = p_at_1(es, et)
-        out[f"{lang}-en"] = p_at_1(et, es)
+        for name, q, k in ((f"en-{lang}", es, et), (f"{lang}-en", et, es)):
+            hits = nearest(q, k)
+            out[name] = float((hits == np.arange(len(hits))).mean())
+            if diagnostics:
+                diags.append(space_diagnostics(q, k, hits))
     if out:
         out["avg"] = float(np.mean(list(out.values())))
+    if diags:
+        out["diag"] = {"unrelated_cos": float(np.mean([d["unrelated_cos"] for d in diags])),
+                       "never_retrieved": float(np.mean([d["never_retrieved"] for d in diags])),
+                       "max_k_occurrence": max(d["max_k_occurrence"] for d in diags)}
     return out
 
 
@@ -207,26 +237,31 @@ def random_embedder(dim: int = 512, seed: int = 0) -> Callable[[Sequence[str]], 
     return embed
 
 
+PAIR_TASKS = ("dialogue", "everyday")  # retrieval on {split}.en-xx.tsv files of a corpus dir
+
+
 def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], corpus_dir: str | os.PathLike,
                   split: str = "test", tasks: Sequence[str] = ("xsr", "cls"), log: Callable[[str], None] = print,
-                  dialogue_dir: str | os.PathLike | None = None) -> dict:
+                  pair_dirs: dict[str, str | os.PathLike] | None = None) -> dict:
     """Every task for every system on one split: {system: {"xsr_short": {...}, "xsr_doc": {...}, "cls": {...},
-    "xsr_dialogue": {...}}}; "dialogue" is retrieval on ``dialogue_dir/{split}.en-xx.tsv`` (everyday-style text)."""
+    "xsr_dialogue": {...}, "xsr_everyday": {...}}}. A task of :data:`PAIR_TASKS` is retrieval on
+    ``pair_dirs[task]/{split}.en-xx.tsv``. Every retrieval task carries the space diagnostics ("diag")."""
     from pathlib import Path
 
     docs = Path(corpus_dir) / f"{split}.docs.jsonl"
-    dialogue = ({lang: tsv_pairs(Path(dialogue_dir) / f"{split}.en-{lang}.tsv") for lang in ("fr", "de", "es", "it")}
-                if "dialogue" in tasks else {})
+    pair_sets = {task: {lang: tsv_pairs(Path(pair_dirs[task]) / f"{split}.en-{lang}.tsv")
+                        for lang in ("fr", "de", "es", "it")}
+                 for task in PAIR_TASKS if task in tasks}
     results = {}
     for name, embed in systems.items():
         r = {}
-        if dialogue:
-            r["xsr_dialogue"] = pair_retrieval(embed, dialogue)
-            log(f"{name}: xsr dialogue avg P@1 {r['xsr_dialogue']['avg']:.4f}")
+        for task, pairs in pair_sets.items():
+            r[f"xsr_{task}"] = x = pair_retrieval(embed, pairs, diagnostics=True)
+            log(f"{name}: xsr {task} avg P@1 {x['avg']:.4f}, unrelated cos {x['diag']['unrelated_cos']:.3f}")
         if "xsr" in tasks:
             for field in ("short", "doc"):
-                r[f"xsr_{field}"] = retrieval(embed, docs, field=field)
-                log(f"{name}: xsr {field} avg P@1 {r[f'xsr_{field}']['avg']:.4f}")
+                r[f"xsr_{field}"] = x = retrieval(embed, docs, field=field, diagnostics=True)
+                log(f"{name}: xsr {field} avg P@1 {x['avg']:.4f}, unrelated cos {x['diag']['unrelated_cos']:.3f}")
         if "cls" in tasks:
             r["cls"] = classification(embed, corpus_dir, split)
             log(f"{name}: cls en->x avg balanced accuracy {r['cls']['avg_en_x']:.4f}")
@@ -234,21 +269,46 @@ def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], cor
     return results
 
 
+XSR_COLUMNS = ("short", "doc", "dialogue", "everyday")
+
+
 def markdown_table(results: dict, split: str) -> str:
-    """One row per system: XSR P@1 (short, doc; avg of both directions) and zero-shot classification."""
+    """One row per system: XSR P@1 (avg of both directions) per task and zero-shot classification; then the
+    space diagnostics per retrieval task. Tasks no system was scored on get no column."""
     langs = ("fr", "de", "es", "it")
-    head = ("| system | XSR short avg | XSR doc avg | XSR dialogue avg | " + " | ".join(f"cls en→{x}" for x in langs)
-            + " | cls en→X avg | cls en (in-language) |")
+    xsr = [t for t in XSR_COLUMNS if any(f"xsr_{t}" in r for r in results.values())]
+    cls = any("cls" in r for r in results.values())
+    head = ["system"] + [f"XSR {t} avg" for t in xsr]
+    if cls:
+        head += [f"cls en→{x}" for x in langs] + ["cls en→X avg", "cls en (in-language)"]
     rows = [f"DDTP {split} split: XSR = cosine P@1 (en↔X, both directions, pool = all texts of the split); "
-            "dialogue = the same on the Wesnoth campaigns' dialogue of the split; "
-            "cls = balanced accuracy over 8 Debian sections, logistic head fitted on English train docs, "
-            "C chosen on English dev.", "", head, "|" + "---|" * (head.count("|") - 1)]
+            "dialogue = the same on the Wesnoth campaigns' dialogue of the split; everyday = the same on the "
+            "everyday corpus's split (game dialogue and story text, split by gettext domain; FreeDroid RPG held "
+            "out whole); cls = balanced accuracy over 8 Debian sections, logistic head fitted on English train "
+            "docs, C chosen on English dev.", "", _row(head), "|" + "---|" * len(head)]
     for name, r in results.items():
-        xs, xd, cl = r.get("xsr_short", {}), r.get("xsr_doc", {}), r.get("cls", {})
-        cells = [f"{xs.get('avg', float('nan')):.3f}", f"{xd.get('avg', float('nan')):.3f}",
-                 f"{r.get('xsr_dialogue', {}).get('avg', float('nan')):.3f}"]
-        cells += [f"{cl.get('langs', {}).get(x, {}).get('balanced_accuracy', float('nan')):.3f}" for x in langs]
-        cells += [f"{cl.get('avg_en_x', float('nan')):.3f}",
-                  f"{cl.get('langs', {}).get('en', {}).get('balanced_accuracy', float('nan')):.3f}"]
-        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+        cells = [name] + [f"{r[f'xsr_{t}']['avg']:.3f}" if f"xsr_{t}" in r else "–" for t in xsr]
+        if cls:
+            cl = r.get("cls", {})
+            cells += [f"{cl['langs'][x]['balanced_accuracy']:.3f}" if x in cl.get("langs", {}) else "–"
+                      for x in (*langs,)]
+            cells += [f"{cl['avg_en_x']:.3f}" if "avg_en_x" in cl else "–",
+                      f"{cl['langs']['en']['balanced_accuracy']:.3f}" if "en" in cl.get("langs", {}) else "–"]
+        rows.append(_row(cells))
+    if xsr:
+        head = ["system"] + [f"{t}: {m}" for t in xsr for m in ("unrelated cos", "never retrieved", "max k-occ.")]
+        rows += ["", "Space diagnostics per retrieval task: mean cosine of unrelated pairs, share of the pool that is "
+                 "nobody's nearest neighbour, most queries one item is nearest to.", "", _row(head),
+                 "|" + "---|" * len(head)]
+        for name, r in results.items():
+            cells = [name]
+            for t in xsr:
+                d = r.get(f"xsr_{t}", {}).get("diag")
+                cells += ([f"{d['unrelated_cos']:.3f}", f"{d['never_retrieved']:.3f}", str(d["max_k_occurrence"])]
+                          if d else ["–"] * 3)
+            rows.append(_row(cells))
     return "\n".join(rows)
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(cells) + " |"

@@ -96,18 +96,38 @@ def test_random_embedder_is_deterministic():
 
 @pytest.mark.parametrize("args, message", [
     (["--split", "train"], "--split must be dev or test"),
-    (["--tasks", "bleu"], "--tasks takes xsr, cls and/or dialogue"),
+    (["--tasks", "bleu"], "--tasks takes xsr, cls, dialogue and/or everyday"),
     (["--refs", "gpt"], "--refs takes teacher, tfidf, random"),
     (["--corpus", "nowhere"], "no test.docs.jsonl"),
     (["--tasks", "dialogue"], "nowhere: no test.en-fr.tsv (build it with: lwx-edge data dialogue"),
+    (["--tasks", "everyday"], "nowhere: no test.en-fr.tsv (build it with: lwx-edge data everyday"),
 ])
 def test_cli_eval_errors(args, message, tmp_path):
-    if args == ["--tasks", "dialogue"]:  # a DDTP corpus dir, but no dialogue corpus
+    if args[0] == "--tasks" and args[1] in ("dialogue", "everyday"):  # a DDTP corpus dir, but no pair corpus
         (tmp_path / "test.docs.jsonl").write_text("")
-        args = [*args, "--corpus", str(tmp_path), "--dialogue", str(tmp_path / "nowhere")]
+        args = [*args, "--corpus", str(tmp_path), f"--{args[1]}", str(tmp_path / "nowhere")]
     r = subprocess.run([sys.executable, "-m", "lwx_edge", "eval", "default", *args], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_space_diagnostics_exact_on_a_known_geometry():
+    from lwx_edge.evaluate import space_diagnostics
+
+    # 4 keys on the axes, queries all equal to key 0 + a little of their own key: one hub (key 0)
+    k = np.eye(4, dtype=np.float32)
+    q = np.stack([k[0] + 0.1 * k[i] for i in range(4)])
+    d = space_diagnostics(q, k)
+    qn = q / np.linalg.norm(q, axis=1, keepdims=True)
+    off = [(qn[i] @ k[j]) for i in range(4) for j in range(4) if i != j]
+    assert d["unrelated_cos"] == pytest.approx(np.mean(off), abs=1e-6)
+    assert d["max_k_occurrence"] == 4 and d["never_retrieved"] == pytest.approx(0.75)
+    # a spread space: identity against itself, unrelated cosine 0, every key retrieved once
+    assert space_diagnostics(k, k) == {"unrelated_cos": 0.0, "never_retrieved": 0.0, "max_k_occurrence": 1}
+    # sparse input (TF-IDF) gives the same numbers
+    from scipy.sparse import csr_matrix
+
+    assert space_diagnostics(csr_matrix(q), csr_matrix(k))["unrelated_cos"] == pytest.approx(d["unrelated_cos"], abs=1e-6)
 
 
 def test_dialogue_retrieval_on_deduplicated_pairs(tmp_path, corpus):
@@ -124,11 +144,13 @@ def test_dialogue_retrieval_on_deduplicated_pairs(tmp_path, corpus):
         return base([t.lower().rsplit(" (", 1)[0] for t in texts])
 
     res = evaluate_ddtp({"oracle": oracle, "random": base}, corpus, "test", tasks=("dialogue",),
-                        log=lambda m: None, dialogue_dir=tmp_path)
+                        log=lambda m: None, pair_dirs={"dialogue": tmp_path})
     assert res["oracle"]["xsr_dialogue"]["avg"] == 1.0 and res["random"]["xsr_dialogue"]["avg"] < 0.3
     assert set(res["oracle"]["xsr_dialogue"]) == {"en-fr", "fr-en", "en-de", "de-en", "en-es", "es-en",
-                                                  "en-it", "it-en", "avg"}
-    assert "| oracle | nan | nan | 1.000 |" in markdown_table(res, "test")
+                                                  "en-it", "it-en", "avg", "diag"}
+    assert res["oracle"]["xsr_dialogue"]["diag"]["never_retrieved"] == 0.0
+    table = markdown_table(res, "test")
+    assert "| system | XSR dialogue avg |" in table and "| oracle | 1.000 |" in table and "nan" not in table
     (tmp_path / "test.en-de.tsv").write_text("one field only\n")
     with pytest.raises(CorpusError, match=r"test.en-de.tsv:1: expected 'english<TAB>translation', got 1 fields"):
         tsv_pairs(tmp_path / "test.en-de.tsv")

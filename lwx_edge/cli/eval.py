@@ -1,5 +1,5 @@
 """``lwx-edge eval``: cross-lingual retrieval and zero-shot classification on DDTP, retrieval on everyday-style
-dialogue, with reference systems."""
+dialogue and everyday text, with reference systems and space diagnostics."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,14 +10,14 @@ import typer
 REFERENCES = ("teacher", "tfidf", "random")
 
 
-def _tfidf(corpus: Path, dialogue: Path | None):
-    """TF-IDF fitted on the train splits the tasks draw from (DDTP documents, and dialogue when scored)."""
+def _tfidf(corpus: Path, pair_dirs: list[Path]):
+    """TF-IDF fitted on the train splits the tasks draw from (DDTP documents, and each scored pair corpus)."""
     from ..evaluate import _docs, doc_text, tfidf_embedder, tsv_pairs
 
     texts = [t for doc in _docs(corpus / "train.docs.jsonl") for lang in ("en", "fr", "de", "es", "it")
              if (t := doc_text(doc, lang, "doc"))]
-    if dialogue is not None:
-        for f in sorted(dialogue.glob("train.en-*.tsv")):
+    for d in pair_dirs:
+        for f in sorted(d.glob("train.en-*.tsv")):
             texts += [t for pair in zip(*tsv_pairs(f)) for t in pair]
     return tfidf_embedder(texts, sparse=True)  # the whole vocabulary (package names are strong cues)
 
@@ -26,11 +26,13 @@ def eval_(
     bundles: List[Path] = typer.Argument(..., help="Model bundles ('default': the shipped model)."),
     corpus: Path = typer.Option(Path("data/corpus/ddtp"), "--corpus", help="DDTP corpus dir ({split}.docs.jsonl)."),
     split: str = typer.Option("test", "--split", help="dev | test."),
-    tasks: str = typer.Option("xsr,cls,dialogue", "--tasks",
+    tasks: str = typer.Option("xsr,cls,dialogue,everyday", "--tasks",
                               help="xsr (retrieval), cls (zero-shot classification), dialogue (retrieval on "
-                                   "everyday-style dialogue)."),
+                                   "Wesnoth dialogue), everyday (retrieval on the everyday corpus)."),
     dialogue: Path = typer.Option(Path("data/corpus/dialogue"), "--dialogue",
                                   help="Dialogue corpus dir ({split}.en-xx.tsv, from: lwx-edge data dialogue)."),
+    everyday: Path = typer.Option(Path("data/corpus/everyday"), "--everyday",
+                                  help="Everyday corpus dir ({split}.en-xx.tsv, from: lwx-edge data everyday)."),
     refs: str = typer.Option("teacher,tfidf,random", "--refs", help="Reference systems scored in the same run "
                                                                      "(teacher, tfidf, random; '' for none)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write results JSON here (and a .md table beside it)."),
@@ -39,21 +41,23 @@ def eval_(
     from ..bundle import write_json_atomic, write_text_atomic
     from ..encoder import Encoder
     from ..errors import InputError
-    from ..evaluate import evaluate_ddtp, markdown_table, random_embedder
+    from ..evaluate import PAIR_TASKS, evaluate_ddtp, markdown_table, random_embedder
 
     if split not in ("dev", "test"):
         raise InputError(f"--split must be dev or test, got {split!r} (the train split is what models learn from)")
     task_list = [t for t in tasks.split(",") if t]
-    if not task_list or set(task_list) - {"xsr", "cls", "dialogue"}:
-        raise InputError(f"--tasks takes xsr, cls and/or dialogue, got {tasks!r}")
+    if not task_list or set(task_list) - {"xsr", "cls", *PAIR_TASKS}:
+        raise InputError(f"--tasks takes xsr, cls, dialogue and/or everyday, got {tasks!r}")
     ref_list = [r for r in refs.split(",") if r]
     if set(ref_list) - set(REFERENCES):
         raise InputError(f"--refs takes {', '.join(REFERENCES)}, got {refs!r}")
     if not (corpus / f"{split}.docs.jsonl").is_file():
         raise InputError(f"{corpus}: no {split}.docs.jsonl (build it with: lwx-edge data ddtp)")
-    if "dialogue" in task_list and not (dialogue / f"{split}.en-fr.tsv").is_file():
-        raise InputError(f"{dialogue}: no {split}.en-fr.tsv (build it with: lwx-edge data dialogue, "
-                         "or leave dialogue out of --tasks)")
+    pair_dirs = {t: d for t, d in (("dialogue", dialogue), ("everyday", everyday)) if t in task_list}
+    for task, d in pair_dirs.items():
+        if not (d / f"{split}.en-fr.tsv").is_file():
+            raise InputError(f"{d}: no {split}.en-fr.tsv (build it with: lwx-edge data {task}, "
+                             f"or leave {task} out of --tasks)")
     systems = {}
     for b in bundles:
         enc = Encoder.load(b)
@@ -71,11 +75,11 @@ def eval_(
 
         systems["teacher USE-m v3"] = use
     if "tfidf" in ref_list:
-        systems["TF-IDF"] = _tfidf(corpus, dialogue if "dialogue" in task_list else None)
+        systems["TF-IDF"] = _tfidf(corpus, list(pair_dirs.values()))
     if "random" in ref_list:
         systems["random"] = random_embedder()
     results = evaluate_ddtp(systems, corpus, split, task_list, log=lambda m: typer.echo(m, err=True),
-                            dialogue_dir=dialogue)
+                            pair_dirs=pair_dirs)
     table = markdown_table(results, split)
     typer.echo(table)
     if out:
