@@ -287,9 +287,9 @@ class TeacherCache:
     def _compute(self, texts: list[str], keys: np.ndarray, batch_size: int, progress: bool) -> None:
         from tqdm import tqdm
 
-        # distinct texts, first-occurrence order
+        # distinct texts, shortest first: the teacher pads each batch to its longest text
         _, first = np.unique(keys, return_index=True)
-        first.sort()
+        first = first[np.argsort([len(texts[i]) for i in first], kind="stable")]
         todo_texts = [texts[i] for i in first]
         todo_keys = keys[first]
 
