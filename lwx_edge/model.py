@@ -186,12 +186,14 @@ class DualEncoderModel(nn.Module):
 
     def forward(self, ids_a: torch.Tensor, mask_a: torch.Tensor, ids_b: torch.Tensor, mask_b: torch.Tensor,
                 mono_ids: torch.Tensor | None = None, mono_mask: torch.Tensor | None = None) -> dict:
-        """One training forward pass: sentence vectors of both sides, the generative logits from each
-        pooled vector, and (with a teacher) the projections g(u), g(v) and g(mono)."""
+        """One training forward pass: sentence vectors of both sides (and of the monolingual batch), the
+        generative logits from each pooled vector, and (with a projection) g(u), g(v) and g(mono)."""
         u, v = self.encoder(ids_a, mask_a), self.encoder(ids_b, mask_b)
         out = {"u": u, "v": v, "logits_a": self.generative_head(u), "logits_b": self.generative_head(v)}
+        if mono_ids is not None:
+            out["mono"] = self.encoder(mono_ids, mono_mask)
         if self.distill_proj is not None:
             out["proj_a"], out["proj_b"] = self.distill_proj(u), self.distill_proj(v)
             if mono_ids is not None:
-                out["proj_mono"] = self.distill_proj(self.encoder(mono_ids, mono_mask))
+                out["proj_mono"] = self.distill_proj(out["mono"])
         return out

@@ -48,6 +48,7 @@ class LossWeights:
     mono: float = 1.0
     distance: float = 0.0
     ranking: float = 0.0
+    rel: float = 0.0        # relational KD: cosine matrices of u, v against the teacher's (batch-level)
 
 
 @dataclass
@@ -59,6 +60,7 @@ class TrainConfig:
     mono: list[str] = field(default_factory=list)         # monolingual files train.{lang}.txt
     dev_pairs: list[str] = field(default_factory=list)    # parallel files for the dev loss
     dev_docs: str | None = None                           # DDTP {split}.docs.jsonl for retrieval P@1
+    dev_xsr: list[str] = field(default_factory=list)      # more parallel dev files (dev.*.tsv): P@1, always capped
     out_dir: str = "runs/lwx"
     tokenizer: str | None = None                          # reuse a SentencePiece model; else train one
     vocab_size: int = 16000
@@ -73,6 +75,7 @@ class TrainConfig:
     warmup_steps: int = 1999
     decay_epoch: int = 3
     decay_factor: float = 0.1
+    schedule: str = "paper"                               # paper: ×decay_factor from decay_epoch; linear: to 0 at the limit
     epochs: int = 12
     max_steps: int | None = None
     max_time: float | None = None                         # seconds of training (resumes included)
@@ -80,6 +83,7 @@ class TrainConfig:
     weights: LossWeights = field(default_factory=LossWeights)
     teacher: str = "use"                                  # use | none
     teacher_cache: str = "data/teacher-cache"
+    kd_space: str = "projection"                          # projection: g(u) ≈ t̃ (METHOD §5 (i)); output: û ≈ t̂
     token_init: str = "teacher"                           # teacher (Model2Vec-style, with a teacher) | random
     dev_holdout: int = 1000                               # pairs held out for the dev loss if no dev_pairs
     dev_max_pairs: int = 2000                             # per language, retrieval during training
@@ -89,7 +93,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"                                  # auto | cpu | cuda
     compile: bool = False
-    threads: int | None = None
+    threads: int | None = None                            # torch and the teacher (None: their defaults)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -127,10 +131,15 @@ class TrainConfig:
         setattr(obj, name, parsed)
 
 
-def lr_at(cfg: TrainConfig, step: int, epoch: int) -> float:
-    """lr(t, e) = lr · decay^[e ≥ decay_epoch] · min(1, (t+1)/warmup)  (METHOD.md §4)."""
+def lr_at(cfg: TrainConfig, step: int, epoch: int, progress: float = 0.0) -> float:
+    """Learning rate after linear warm-up. ``paper``: lr · decay^[e ≥ decay_epoch] (METHOD.md §4);
+    ``linear``: lr · (1 − progress), where progress ∈ [0, 1] is how far the run is towards its binding
+    limit (steps, epochs or ``max_time``), so a time-budgeted run ends annealed."""
+    warm = min(1.0, (step + 1) / max(1, cfg.warmup_steps))
+    if cfg.schedule == "linear":
+        return cfg.lr * warm * max(0.0, 1.0 - progress)
     decay = cfg.decay_factor if epoch >= cfg.decay_epoch else 1.0
-    return cfg.lr * decay * min(1.0, (step + 1) / max(1, cfg.warmup_steps))
+    return cfg.lr * decay * warm
 
 
 # ---- setup helpers -----------------------------------------------------------------------------------
@@ -215,7 +224,7 @@ def compute_losses(out: dict, batch: dict, cfg: TrainConfig, world: int) -> dict
         terms["gen"] = L.generative_loss(out["logits_a"], out["logits_b"], batch["ids_a"], batch["ids_b"],
                                          batch["masked_side"], batch["masked_token"], mode=cfg.gen_mode)
     u, v = out["u"].float(), out["v"].float()
-    if world > 1 and (w.align or w.sim or w.distance or w.ranking):
+    if world > 1 and (w.align or w.sim or w.distance or w.ranking or w.rel):
         from torch.distributed.nn.functional import all_gather
 
         u, v = torch.cat(all_gather(u)), torch.cat(all_gather(v))
@@ -227,10 +236,22 @@ def compute_losses(out: dict, batch: dict, cfg: TrainConfig, world: int) -> dict
         terms["distance"] = L.distance_constraint_loss(u, v)
     if w.ranking:
         terms["ranking"] = L.ranking_loss(u, v)
-    if w.kd and "proj_a" in out and "teacher" in batch:
-        terms["kd"] = L.distillation_loss(out["proj_a"], out["proj_b"], batch["teacher"])
-    if w.mono and "proj_mono" in out:
-        terms["mono"] = L.mono_distillation_loss(out["proj_mono"], batch["mono_teacher"])
+    if w.rel and "teacher" in batch:
+        teacher = batch["teacher"]
+        if world > 1:
+            from torch.distributed.nn.functional import all_gather
+
+            teacher = torch.cat(all_gather(teacher))
+        terms["rel"] = L.relational_loss(u, v, teacher)
+    # the distilled vectors: g(·) with the training-only projection, or the output itself (unit length, √d scale)
+    if cfg.kd_space == "projection":
+        pred = {k: out[f"proj_{k}"] for k in ("a", "b", "mono") if f"proj_{k}" in out}
+    else:
+        pred = {k: L.output_targets(out[name]) for k, name in (("a", "u"), ("b", "v"), ("mono", "mono")) if name in out}
+    if w.kd and "a" in pred and "teacher" in batch:
+        terms["kd"] = L.distillation_loss(pred["a"], pred["b"], batch["teacher"])
+    if w.mono and "mono" in pred and "mono_teacher" in batch:
+        terms["mono"] = L.mono_distillation_loss(pred["mono"], batch["mono_teacher"])
     return terms
 
 
@@ -273,6 +294,10 @@ class Trainer:
             raise LwxError(f"unknown teacher {cfg.teacher!r} (use 'use' or 'none')")
         if cfg.token_init not in ("teacher", "random"):
             raise LwxError(f"unknown token_init {cfg.token_init!r} (use 'teacher' or 'random')")
+        if cfg.kd_space not in ("projection", "output"):
+            raise LwxError(f"unknown kd_space {cfg.kd_space!r} (use 'projection' or 'output')")
+        if cfg.schedule not in ("paper", "linear"):
+            raise LwxError(f"unknown schedule {cfg.schedule!r} (use 'paper' or 'linear')")
         torch.manual_seed(cfg.seed)
 
         pairs = _read_pairs(cfg.corpus, self.log)
@@ -306,7 +331,11 @@ class Trainer:
             ids = [np.asarray(x[:cfg.train_max_len], np.int32) for x in self.tokenizer.encode(mono_texts).ids]
             self.mono = MonoBatcher(ids, mono_vecs, cfg.mono_batch_size, cfg.seed, cfg.bucket)
 
-        self.model = DualEncoderModel(cfg.model, teacher_dim).to(self.device)
+        if cfg.kd_space == "output" and teacher_dim and teacher_dim != cfg.model.d_model:
+            raise LwxError(f"kd_space=output needs the teacher's dimension ({teacher_dim}) to be the model's "
+                           f"d_model ({cfg.model.d_model}); use kd_space=projection")
+        self.model = DualEncoderModel(cfg.model, teacher_dim if cfg.kd_space == "projection" else None
+                                      ).to(self.device)
         if use_teacher and cfg.token_init == "teacher" and not (resume and (self.out / "checkpoint").exists()):
             self._init_from_teacher()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
@@ -346,12 +375,12 @@ class Trainer:
     def _teacher_vectors(self, src_texts, mono_texts):
         from .data.teacher import TeacherCache, USETeacher
 
-        cache = TeacherCache(self.cfg.teacher_cache, USETeacher())
+        cache = TeacherCache(self.cfg.teacher_cache, USETeacher(self.cfg.threads))
         if self.rank == 0:  # compute once; other ranks then read the cache
             cache.vectors(src_texts + mono_texts, progress=True)
         self._barrier()
         if self.rank:
-            cache = TeacherCache(self.cfg.teacher_cache, USETeacher())
+            cache = TeacherCache(self.cfg.teacher_cache, USETeacher(self.cfg.threads))
         vec = cache.vectors(src_texts, progress=False)
         mono = cache.vectors(mono_texts, progress=False) if mono_texts else None
         return vec, mono, vec.shape[1]
@@ -359,7 +388,7 @@ class Trainer:
     def _init_from_teacher(self) -> None:
         from .data.teacher import USETeacher, token_vectors
 
-        vectors = token_vectors(self.tokenizer, USETeacher(), dim=self.cfg.model.d_model)
+        vectors = token_vectors(self.tokenizer, USETeacher(self.cfg.threads), dim=self.cfg.model.d_model)
         self.model.init_from_token_vectors(torch.from_numpy(vectors))
         batches = [self.batcher.batch(0, i) for i in range(min(8, self.batcher.steps_per_epoch))]
         ids, mask = (torch.from_numpy(_stack_padded([b[f"{k}_{side}"] for b in batches for side in "ab"]))
@@ -379,7 +408,7 @@ class Trainer:
 
     def train_step(self, step: int) -> dict[str, float]:
         epoch = step // self.batcher.steps_per_epoch
-        lr = lr_at(self.cfg, step, epoch)
+        lr = lr_at(self.cfg, step, epoch, self._progress())
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         g_batch = self._global_batch(step)
@@ -402,7 +431,8 @@ class Trainer:
 
     @torch.no_grad()
     def validate(self, full: bool = False) -> dict[str, float]:
-        """Dev loss (seeded masks, eval mode) and DDTP retrieval P@1 on short descriptions."""
+        """Dev loss (seeded masks, eval mode), DDTP retrieval P@1 on short descriptions and retrieval P@1 on the
+        ``dev_xsr`` pair files (capped at ``dev_max_pairs`` per language)."""
         from .encoder import Encoder
         from .evaluate import retrieval
         from .runtime.torch_backend import TorchBackend
@@ -421,16 +451,31 @@ class Trainer:
                     sums[f"dev/{k}"] = sums.get(f"dev/{k}", 0.0) + float(v) / n
             rec.update(sums)
             rec["dev/loss"] = sum(getattr(self.cfg.weights, k[4:]) * v for k, v in sums.items())
+        enc = Encoder(self.tokenizer, TorchBackend(self.model.encoder, self.device))
         if self.cfg.dev_docs:
-            enc = Encoder(self.tokenizer, TorchBackend(self.model.encoder, self.device))
             scores = retrieval(lambda t: enc.embed(t, batch_size=128), self.cfg.dev_docs,
                                max_pairs=None if full else self.cfg.dev_max_pairs)
             rec.update({f"dev/p@1/{k}": v for k, v in scores.items()})
+        if self.cfg.dev_xsr:
+            from .data.corpus import langs_from_name
+            from .evaluate import pair_retrieval, tsv_pairs
+
+            pairs = {}
+            for path in expand(self.cfg.dev_xsr, "dev.*.tsv*"):
+                src, tgt = tsv_pairs(path)
+                lang = langs_from_name(path)[1]
+                prev = pairs.get(lang, ([], []))
+                pairs[lang] = (prev[0] + src, prev[1] + tgt)
+            scores = pair_retrieval(lambda t: enc.embed(t, batch_size=128), pairs, max_pairs=self.cfg.dev_max_pairs)
+            rec.update({f"dev/xsr@1/{k}": v for k, v in scores.items()})
         self.model.train()
         return rec
 
     def _score(self, rec: dict) -> float:
-        return rec.get("dev/p@1/avg", -rec.get("dev/loss", 0.0))
+        """Selection score: mean dev P@1 of the retrieval sets (DDTP short descriptions, ``dev_xsr``), else
+        minus the dev loss."""
+        p = [rec[k] for k in ("dev/p@1/avg", "dev/xsr@1/avg") if k in rec]
+        return sum(p) / len(p) if p else -rec.get("dev/loss", 0.0)
 
     def _save(self, final: bool = False) -> None:
         if self.rank != 0:
@@ -443,6 +488,11 @@ class Trainer:
     def _info(self) -> dict:
         return {"step": self.step, "elapsed_s": round(self.elapsed, 1), "device": str(self.device),
                 "world_size": self.world, "torch": torch.__version__, "config": self.cfg.to_dict()}
+
+    def _progress(self) -> float:
+        """How far the run is towards whichever limit stops it first (steps/epochs or max_time)."""
+        by_time = self.elapsed / self.cfg.max_time if self.cfg.max_time else 0.0
+        return min(1.0, max(self.step / self._max_steps(), by_time))
 
     def _max_steps(self) -> int:
         steps = self.cfg.epochs * self.batcher.steps_per_epoch

@@ -310,6 +310,18 @@ def test_distillation_loss_by_hand():
     assert mono_distillation_loss(target, teacher.half()).item() == pytest.approx(0.0, abs=1e-6)
 
 
+def test_output_space_distillation_is_two_minus_twice_the_cosine():
+    from lwx_edge.losses import output_targets
+
+    u = t([[3, 4], [-1, 0], [0.5, 0.5]])
+    teacher = t([[1, 0], [0, 2], [1, 1]])
+    x = output_targets(u)
+    assert torch.allclose(x.pow(2).mean(1), torch.ones(3), atol=1e-6)   # RMS 1, the targets' scale
+    assert torch.allclose(output_targets(u * 7.5), x, atol=1e-6)        # only the direction counts
+    cos = torch.nn.functional.cosine_similarity(u, teacher, dim=1)
+    assert mono_distillation_loss(x, teacher).item() == pytest.approx(float((2 - 2 * cos).mean()), rel=1e-5)
+
+
 def test_relational_loss_by_hand():
     u = t([[1, 0], [0, 1]])        # C_uu = I
     v = t([[1, 0], [1, 1]])        # C_vv = [[1, r], [r, 1]], r = 1/√2

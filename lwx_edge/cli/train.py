@@ -14,6 +14,8 @@ def train(
     mono: List[Path] = typer.Option([], "--mono", help="Monolingual files train.{lang}.txt, or their directory (distillation)."),
     dev_pairs: List[Path] = typer.Option([], "--dev-pairs", help="Parallel files, or directories of dev.*.tsv, for the dev loss."),
     dev_docs: Optional[Path] = typer.Option(None, "--dev-docs", help="DDTP dev.docs.jsonl: retrieval P@1."),
+    dev_xsr: List[Path] = typer.Option([], "--dev-xsr", help="Parallel dev files, or directories of dev.*.tsv: "
+                                       "retrieval P@1, averaged with --dev-docs' to pick the best checkpoint."),
     config: Optional[Path] = typer.Option(None, "--config", help="JSON file with TrainConfig fields."),
     tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="Reuse this SentencePiece model."),
     vocab_size: Optional[int] = typer.Option(None, "--vocab-size", help="SentencePiece vocabulary (default 16000)."),
@@ -45,6 +47,8 @@ def train(
         cfg.mono = [str(p) for p in mono]
     if dev_pairs:
         cfg.dev_pairs = [str(p) for p in dev_pairs]
+    if dev_xsr:
+        cfg.dev_xsr = [str(p) for p in dev_xsr]
     for name, value in [("dev_docs", dev_docs), ("tokenizer", tokenizer), ("vocab_size", vocab_size),
                         ("batch_size", batch_size), ("lr", lr), ("epochs", epochs), ("max_steps", max_steps),
                         ("max_time", max_time), ("teacher", teacher), ("device", device), ("seed", seed)]:

@@ -10,7 +10,7 @@
 """
 from .alignment import alignment_loss
 from .distance import distance_constraint_loss
-from .distill import distillation_loss, mono_distillation_loss, relational_loss, teacher_targets
+from .distill import distillation_loss, mono_distillation_loss, output_targets, relational_loss, teacher_targets
 from .generative import generative_loss, generative_targets
 from .ranking import ranking_loss
 from .similarity import similarity_loss, similarity_max_delta
@@ -22,6 +22,7 @@ __all__ = [
     "generative_loss",
     "generative_targets",
     "mono_distillation_loss",
+    "output_targets",
     "ranking_loss",
     "relational_loss",
     "similarity_loss",

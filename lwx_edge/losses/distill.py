@@ -36,6 +36,14 @@ def teacher_targets(teacher: torch.Tensor) -> torch.Tensor:
         return t * (math.sqrt(t.shape[1]) / norm)
 
 
+def output_targets(x: torch.Tensor) -> torch.Tensor:
+    """√d · x/‖x‖ row-wise: the student's output on the teacher targets' scale, for distillation in the
+    output space (no projection). The MSE to t̃ is then 2·(1 − cos(x, T)): only the direction is distilled,
+    which is all the L2-normalised vectors the SDK returns carry."""
+    with _fp32(x):
+        return F.normalize(x.float(), dim=1, eps=1e-12) * math.sqrt(x.shape[1])
+
+
 def mono_distillation_loss(pred: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
     """Single-side KD: L = mean_{i,k} (g(x_i) − t̃_i)_k², t̃ = :func:`teacher_targets` (METHOD §5).
 
