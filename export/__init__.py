@@ -235,16 +235,31 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str = 
                        say, quiet)
 
 
+def _remove_stale_work_dirs() -> None:
+    """Work directories of exports that were killed (their process is gone): ``lwx-export-PID-*``."""
+    for d in Path(tempfile.gettempdir()).glob("lwx-export-*-*"):
+        pid = d.name.split("-")[2]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass  # alive (or not ours to signal): leave it
+
+
 def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, target, new_copy, say, quiet) -> dict:
     import torch
 
     from lwx_edge import __version__
-    from lwx_edge.bundle import atomic_dir, atomic_file, sha256_file
+    from lwx_edge.bundle import atomic_dir, sha256_file
 
     from . import _quiet
     from . import parity as P
 
-    work = Path(tempfile.mkdtemp(prefix="lwx-export-"))
+    _remove_stale_work_dirs()
+    work = Path(tempfile.mkdtemp(prefix=f"lwx-export-{os.getpid()}-"))
     try:
         staged: dict[str, Path] = {}
         facts: dict[str, dict] = {}
@@ -356,33 +371,17 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
 
         # ------------------------------------------------------------------ commit
         say(f"writing {', '.join(staged)} into {target}")
-        if new_copy:
-            with atomic_dir(target) as tmp:
-                for rel in bundle.manifest["files"]:
+        from lwx_edge.bundle import Bundle, inside
+
+        base = bundle if new_copy else Bundle.load(target, verify=False)
+        with atomic_dir(target) as tmp:  # the whole bundle swaps at once: a kill leaves the old or the new one
+            for rel in [*base.manifest["files"], "manifest.json"]:
+                if rel not in staged and inside(base.path, rel).is_file():
                     (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(bundle.path / rel, tmp / rel)
-                shutil.copyfile(bundle.path / "manifest.json", tmp / "manifest.json")
-                for name, path in staged.items():
-                    shutil.move(str(path), str(tmp / name))
-                parity, manifest = _merge_and_write_metadata(tmp, manifest_entries, report)
-        else:
-            committed: list[Path] = []
-            try:
-                for name, path in staged.items():
-                    with atomic_file(target / name) as tmp:
-                        shutil.move(str(path), str(tmp))
-                    committed.append(target / name)
-                parity, manifest = _merge_and_write_metadata(target, manifest_entries, report)
-            except BaseException as e:
-                for p in committed:
-                    p.unlink(missing_ok=True)
-                try:
-                    _merge_and_write_metadata(target, {}, {**report, "artifacts": {}})
-                except Exception:
-                    pass
-                if isinstance(e, OSError):
-                    raise ExportError(f"cannot write the artefacts into {target}: {e}") from None
-                raise
+                    shutil.copyfile(base.path / rel, tmp / rel)
+            for name, path in staged.items():
+                shutil.move(str(path), str(tmp / name))
+            parity, manifest = _merge_and_write_metadata(tmp, manifest_entries, report)
         report["output_dir"] = str(target)
         report["paths"] = {name: str(target / name) for name in staged}
         report["manifest_artifacts"] = {n: manifest["artifacts"][n] for n in staged}

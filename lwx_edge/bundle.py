@@ -15,13 +15,14 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .errors import BundleError
+from .errors import BundleError, InputError
 
 FORMAT = "lwx-edge-bundle"
 FORMAT_VERSION = 1
@@ -41,19 +42,51 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds."""
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds.
+
+    A symlink is followed (its target is replaced, the link kept); a FIFO, device or pipe (``/dev/stdout``,
+    ``-o >(cmd)``) is written through once the block succeeds, never replaced by a regular file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory (give a file name)")
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        with _temporary(Path(tempfile.gettempdir()), path.name) as tmp:
+            yield tmp
+            try:
+                with open(tmp, "rb") as src, open(path, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except OSError as e:
+                raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        return
+    path = path.resolve() if path.is_symlink() else path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{path}: cannot create its directory ({e.strerror or e})") from None
+    with _temporary(path.parent, path.name) as tmp:
+        yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a bundle is meant to be copied and shared
+        _fsync(tmp)
+        try:
+            os.replace(tmp, path)
+        except OSError as e:
+            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        _fsync(path.parent)
+
+
+@contextlib.contextmanager
+def _temporary(directory: Path, name: str) -> Iterator[Path]:
+    """A temporary file in ``directory``, removed unless the block moved it away."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise InputError(f"{directory / name}: cannot write here ({e.strerror or e})") from None
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a bundle is meant to be copied and shared
-        os.replace(tmp, path)
-    except BaseException:
+    finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
@@ -65,25 +98,63 @@ def write_json_atomic(path: str | os.PathLike, obj) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 
+def _fsync(path: str | os.PathLike) -> None:
+    """Flush a file or directory to disk (so a rename never publishes data still in the page cache)."""
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if os.path.isdir(path) else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary directory next to ``path``; on success it replaces ``path`` (old one removed)."""
+    """Yield a temporary directory next to ``path``; on success it replaces ``path`` (old one removed).
+
+    The swap is two renames (``path`` → ``.NAME.old-*``, temporary → ``path``); a kill between them leaves no
+    ``path``, which :func:`recover_dir` (called here first, and by readers) puts back."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    recover_dir(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
         os.chmod(tmp, 0o755)
+        for f in tmp.rglob("*"):
+            if f.is_file():
+                os.chmod(f, 0o644)
+                _fsync(f)
+        _fsync(tmp)
         old = None
         if path.exists():
             old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.time_ns()}")
             os.replace(path, old)
         os.replace(tmp, path)
+        _fsync(path.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def recover_dir(path: str | os.PathLike, clean_tmp: bool = False) -> Path:
+    """Undo what a kill during :func:`atomic_dir` left behind. If ``path`` is missing but its previous version
+    waits as ``.NAME.old-*`` (killed between the two renames), rename the newest one back; remove ``.old-*``
+    copies once ``path`` exists. ``clean_tmp`` also removes unfinished ``.NAME.*.tmp`` directories: only for
+    the single writer of ``path`` (e.g. the trainer of a run directory), never while another may be writing."""
+    path = Path(path)
+    olds = sorted(path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime)
+    if olds and not path.exists():
+        os.replace(olds.pop(), path)
+        _fsync(path.parent)
+    if path.exists():
+        for old in olds:
+            shutil.rmtree(old, ignore_errors=True)
+    if clean_tmp:
+        for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+    return path
 
 
 def _package_version() -> str:
@@ -116,6 +187,21 @@ def write_manifest(bundle_dir: str | os.PathLike, info: dict | None = None) -> d
     return manifest
 
 
+def inside(root: str | os.PathLike, rel, what: str = "file") -> Path:
+    """``root / rel`` for a listed file name, refusing names that could leave ``root`` (absolute paths, ``..``,
+    links out of it): a crafted manifest or head must not make us read, copy or overwrite files elsewhere."""
+    root = Path(root)
+    if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
+        raise BundleError(f"{root}: invalid {what} name {rel!r}")
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or ".." in parts:
+        raise BundleError(f"{root}: {what} {rel!r} points outside the directory")
+    p = root / rel
+    if not p.resolve().is_relative_to(root.resolve()):
+        raise BundleError(f"{root}: {what} {rel!r} points outside the directory")
+    return p
+
+
 def _read_json(path: Path, what: str) -> dict:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
@@ -140,6 +226,8 @@ class Bundle:
     def load(cls, path: str | os.PathLike, verify: bool = True) -> "Bundle":
         root = Path(path)
         if not root.exists():
+            recover_dir(root)  # a write killed between its two renames
+        if not root.exists():
             raise BundleError(f"{root}: no such bundle directory")
         if not root.is_dir():
             raise BundleError(f"{root}: a bundle is a directory, got a file")
@@ -157,7 +245,9 @@ class Bundle:
             if required not in files:
                 raise BundleError(f"{root}: bundle has no {required}")
         for rel, entry in files.items():
-            p = root / rel
+            p = inside(root, rel, "manifest entry")
+            if not isinstance(entry, dict):
+                raise BundleError(f"{root}: manifest entry {rel!r} is malformed (expected an object)")
             if not p.is_file():
                 raise BundleError(f"{root}: {rel} is listed in the manifest but missing")
             if verify:

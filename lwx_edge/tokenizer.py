@@ -263,7 +263,11 @@ class Tokenizer:
     def encode(self, texts: Sequence[str]) -> Encoded:
         """Normalise each text and encode it; texts longer than ``max_len`` tokens keep their head."""
         norm = self._normalize_all(texts)
-        all_ids = self._sp.encode(norm, out_type=int)
+        try:
+            all_ids = self._sp.encode(norm, out_type=int)
+        except (TypeError, UnicodeError):
+            _raise_on_invalid_unicode(norm)
+            raise
         ids, truncated, before = [], [], []
         for i, row in enumerate(all_ids):
             if not row:
@@ -333,3 +337,13 @@ class Tokenizer:
             m.flags.writeable = False
             self._maskable = m
         return self._maskable
+
+
+def _raise_on_invalid_unicode(texts: Sequence[str]) -> None:
+    """Name the first text that cannot be UTF-8 encoded (lone surrogates, e.g. from undecodable bytes)."""
+    for i, t in enumerate(texts):
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InputError(f"text {i} is not valid Unicode (a lone surrogate at character {e.start}; "
+                             "decode its bytes with errors='replace')") from None

@@ -1,13 +1,15 @@
 """The bundle: written atomically, verified on load, refused with a clear error when damaged."""
 import json
+import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from lwx_edge import Encoder
-from lwx_edge.bundle import Bundle, atomic_file
+from lwx_edge.bundle import Bundle, atomic_file, recover_dir
 from lwx_edge.checkpoint import save_bundle
 from lwx_edge.errors import BundleError, InputError
 from lwx_edge.model import ModelConfig, SentenceEncoder
@@ -58,7 +60,8 @@ def test_truncation_is_reported(bundle_dir):
 
 
 @pytest.mark.parametrize("bad, message", [
-    ([], "empty"), (["ok", ""], "text 1 is empty"), (["ok", 3], "text 1"), ("a string", "list"),
+    (["ok", ""], "text 1 is empty"), (["ok", 3], "text 1"), (("a", 3), "text 1"),
+    (["ok", "caf\udce9 au lait"], "text 1 is not valid Unicode"),  # undecodable bytes read with surrogateescape
 ])
 def test_bad_texts_are_refused(bundle_dir, bad, message):
     with pytest.raises(InputError, match=message):
@@ -104,6 +107,59 @@ def test_weights_that_do_not_match_the_config_are_refused(bundle_dir, tmp_path):
     write_manifest(b)  # a consistent manifest, but the weights belong to another architecture
     with pytest.raises(BundleError, match="do not match config.json"):
         Encoder.load(b)
+
+
+@pytest.mark.parametrize("rel", ["../outside.txt", "/etc/hostname", "sub/../../outside.txt"])
+def test_manifest_entries_outside_the_bundle_are_refused(bundle_dir, tmp_path, rel):
+    """A crafted manifest must not make load, export or attach read or copy files elsewhere; the error is the
+    same whether the outside file exists or not."""
+    b = copy(bundle_dir, tmp_path)
+    (tmp_path / "outside.txt").write_text("secret")
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest["files"][rel] = {"sha256": "0" * 64, "bytes": 6}
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="points outside the directory"):
+        Bundle.load(b, verify=False)
+    with pytest.raises(BundleError, match="points outside the directory"):
+        Encoder.load(b)
+
+
+def test_a_link_out_of_the_bundle_is_refused(bundle_dir, tmp_path):
+    b = copy(bundle_dir, tmp_path)
+    (tmp_path / "outside.txt").write_text("secret")
+    (b / "notes.txt").symlink_to(tmp_path / "outside.txt")
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest["files"]["notes.txt"] = {"sha256": "0" * 64, "bytes": 6}
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="'notes.txt' points outside the directory"):
+        Bundle.load(b)
+
+
+def test_a_write_killed_between_the_two_renames_is_recovered(bundle_dir, tmp_path):
+    b = copy(bundle_dir, tmp_path)
+    os.replace(b, tmp_path / ".copy.old-1-2")  # the kill: the old version moved aside, the new one not in place
+    (tmp_path / ".copy.xyz.tmp").mkdir()
+    assert Bundle.load(b).path == b  # the previous version is put back, verified
+    assert not (tmp_path / ".copy.old-1-2").exists() and (tmp_path / ".copy.xyz.tmp").exists()  # not its own
+    recover_dir(b, clean_tmp=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
+    assert oct((b / "model.safetensors").stat().st_mode & 0o777) == "0o644"
+
+
+def test_atomic_writes_keep_links_and_special_files_and_refuse_clearly(tmp_path):
+    from lwx_edge.bundle import write_text_atomic
+
+    (tmp_path / "target.txt").write_text("old")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "target.txt")
+    write_text_atomic(tmp_path / "link.txt", "new")
+    assert (tmp_path / "link.txt").is_symlink() and (tmp_path / "target.txt").read_text() == "new"
+    write_text_atomic("/dev/null", "written through")  # a device stays a device
+    assert not Path("/dev/null").is_file() and Path("/dev/null").exists()
+    with pytest.raises(InputError, match="is a directory"):
+        write_text_atomic(tmp_path, "x")
+    with pytest.raises(InputError, match="cannot create its directory"):
+        write_text_atomic(tmp_path / "target.txt" / "out.json", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "target.txt"]
 
 
 def test_atomic_file_leaves_nothing_on_failure(tmp_path):

@@ -18,7 +18,7 @@ import torch
 
 from lwx_edge.bundle import Bundle, sha256_file, write_manifest
 from lwx_edge.checkpoint import load_encoder, save_bundle
-from lwx_edge.errors import BundleError, InputError, LwxError
+from lwx_edge.errors import BundleError, InputError
 from lwx_edge.model import ModelConfig, SentenceEncoder
 from lwx_edge.tokenizer import Tokenizer, train_tokenizer
 
@@ -402,6 +402,20 @@ def test_unwritable_output_dir(source_bundle, tmp_path):
         finally:
             os.chmod(ro, 0o755)
         assert snapshot(ro) == before
+
+
+def test_work_directories_of_killed_exports_are_removed(tmp_path, monkeypatch):
+    import tempfile
+
+    from lwx_edge.export import _remove_stale_work_dirs
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead, alive, other = (tmp_path / "lwx-export-999999999-abc", tmp_path / f"lwx-export-{os.getpid()}-def",
+                          tmp_path / "lwx-export-xyz")
+    for d in (dead, alive, other):
+        d.mkdir()
+    _remove_stale_work_dirs()
+    assert not dead.exists() and alive.exists() and other.exists()
 
 
 def test_int8_below_threshold_fails_and_leaves_nothing(exported, tmp_path):

@@ -123,6 +123,26 @@ def test_corrupt_or_missing_head_files(tmp_path):
     assert (tmp_path / "other" / "keep.txt").read_text() == "x"
 
 
+def test_a_save_killed_between_the_two_renames_still_loads(tmp_path):
+    X, y = clusters()
+    head = MLPHead(hidden_layer_sizes=(4,)).fit(X, y)
+    head.save(tmp_path / "h")
+    (tmp_path / "h").rename(tmp_path / ".h.old-1-2")
+    assert np.array_equal(load_head(tmp_path / "h").predict_proba(X), head.predict_proba(X))
+
+
+@pytest.mark.parametrize("file", ["../x.npz", "/etc/passwd"])
+def test_a_head_cannot_read_weights_outside_its_directory(tmp_path, file):
+    X, y = clusters()
+    MLPHead(hidden_layer_sizes=(4,)).fit(X, y).save(tmp_path / "h")
+    (tmp_path / "x.npz").write_bytes((tmp_path / "h" / "head.npz").read_bytes())
+    meta = json.loads((tmp_path / "h" / "head.json").read_text())
+    meta["weights"]["file"] = file
+    (tmp_path / "h" / "head.json").write_text(json.dumps(meta))
+    with pytest.raises(HeadError, match="weights file .* points outside the directory"):
+        load_head(tmp_path / "h")
+
+
 @pytest.mark.parametrize("X, y, message", [
     (np.zeros((4, 8)), ["a", "b", "a"], "4 examples but y has 3 labels"),
     (np.zeros((4, 8)), ["a", "a", "a", "a"], "at least two classes"),

@@ -303,7 +303,9 @@ def check_encoder(recorded: dict | None, enc, where: str = "the head") -> None:
     """Refuse an encoder that is not the one a head was fitted on (same weights or model files)."""
     if enc is None:
         return
-    if recorded is None or not recorded.get("sha256"):
+    if recorded is not None and (not isinstance(recorded, dict) or not recorded.get("sha256")):
+        raise HeadError(f"{where}: its encoder record is malformed (no sha256); refit the head")
+    if recorded is None:
         warnings.warn(f"{where} does not record which encoder it was fitted on; cannot check that it "
                       "matches this encoder", UserWarning, stacklevel=3)
         return
@@ -313,8 +315,9 @@ def check_encoder(recorded: dict | None, enc, where: str = "the head") -> None:
                       UserWarning, stacklevel=3)
         return
     ours = set((recorded.get("model_files") or {}).values()) | {recorded["sha256"]}
-    theirs = set((ident.get("model_files") or {}).values()) | {ident["sha256"]}
-    same_model = bool(ours & theirs)
+    # the file this encoder actually runs must be one the head was fitted with (not merely any file of its bundle)
+    running = (ident.get("model_files") or {}).get(ident.get("artifact") or "") or ident["sha256"]
+    same_model = running in ours
     tok_a, tok_b = recorded.get("tokenizer_sha256"), ident.get("tokenizer_sha256")
     same_tok = tok_a is None or tok_b is None or tok_a == tok_b
     dim_a, dim_b = recorded.get("embedding_dim"), ident.get("embedding_dim")

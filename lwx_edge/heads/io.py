@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bundle import atomic_dir, sha256_file
+from ..bundle import atomic_dir, inside, recover_dir, sha256_file
+from ..errors import BundleError
 from .base import ACTIVATIONS, BaseHead, HeadError, check_encoder
 
 FORMAT = "lwx-edge-head"
@@ -116,6 +117,8 @@ def read_head_meta(path: str | os.PathLike) -> dict:
     if path.is_file() and path.name == HEAD_JSON:
         path = path.parent
     if not path.exists():
+        recover_dir(path)  # a save killed between its two renames
+    if not path.exists():
         raise HeadError(f"{path}: no such head directory")
     if not path.is_dir():
         raise HeadError(f"{path}: a head is a directory (head.json + head.npz), got a file")
@@ -144,19 +147,31 @@ def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:
     cls = kinds.get(meta.get("kind"))
     if cls is None:
         raise HeadError(f"{path}: unknown head kind {meta.get('kind')!r} (known: {', '.join(kinds)})")
+    if "encoder" not in meta:  # save_head always writes it (null for a head fitted on vectors)
+        raise HeadError(f"{path}: head.json has no 'encoder' entry (damaged or edited); refit the head")
     check_encoder(meta.get("encoder"), encoder, where=f"head {path}")
 
-    wfile = path / (meta.get("weights") or {}).get("file", HEAD_NPZ)
+    try:
+        wfile = inside(path, (meta.get("weights") or {}).get("file", HEAD_NPZ), "weights file")
+    except BundleError as e:
+        raise HeadError(str(e)) from None
     if not wfile.is_file():
         raise HeadError(f"{path}: weights file {wfile.name} is missing")
     expected = (meta.get("weights") or {}).get("sha256")
-    if expected and sha256_file(wfile) != expected:
+    if not expected:
+        raise HeadError(f"{path}: head.json records no sha256 for its weights (cannot check them)")
+    if sha256_file(wfile) != expected:
         raise HeadError(f"{wfile}: corrupt (sha256 does not match head.json)")
     try:
         with np.load(wfile, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
     except Exception as e:
         raise HeadError(f"{wfile}: cannot be read as .npz ({type(e).__name__}: {e})") from None
+    for name, a in arrays.items():
+        if a.dtype.kind not in "fiu" or not np.isfinite(a).all():
+            raise HeadError(f"{wfile}: array {name!r} holds NaN, infinite or non-numeric values")
+    if "scale" in arrays and (arrays["scale"] <= 0).any():
+        raise HeadError(f"{wfile}: array 'scale' has zero or negative entries")
 
     try:
         params = {k: (tuple(v) if k == "hidden_layer_sizes" and isinstance(v, list) else v)

@@ -5,7 +5,10 @@ Runtime notes (EXPORT.md §7): int8 programs need ``import executorch.kernels.qu
 (``embedding_byte``); the thread pool is reset *before* ``load_method`` (XNNPACK keeps the pool it saw);
 inputs are contiguous int64; batches above the program's ``max_batch`` run in chunks of rows of similar
 length, each cut to its own longest row (right padding). One loaded method owns one planned activation
-arena, so calls are serialised with a lock (thread-safe, not parallel).
+arena, so calls are serialised with a lock (thread-safe, not parallel). The thread pool is process-wide:
+resetting it while another encoder executes crashes the process, so resets and executions share one lock,
+and a reset happens only when the thread count changes. The program's header is checked before the runtime
+sees the file (a damaged program can abort the process inside the runtime).
 """
 from __future__ import annotations
 
@@ -29,6 +32,29 @@ def available() -> tuple[bool, str]:
     except (ImportError, ValueError) as e:
         return False, f"executorch is not importable ({e})"
     return True, ""
+
+
+_RUNTIME_LOCK = threading.RLock()  # ExecuTorch's thread pool is process-wide: resets and executions take turns
+_pool_threads: int | None = None
+
+
+def check_program(path: Path) -> None:
+    """Refuse a file that is not a whole ExecuTorch program before the runtime parses it: the flatbuffer
+    identifier ``ET..`` and, when the extended header ``eh00`` is there, program and segment sizes that fit."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(40)
+    except OSError as e:
+        raise BundleError(f"{path}: cannot read the ExecuTorch program ({e.strerror or e})") from None
+    if len(head) < 8 or head[4:6] != b"ET" or int.from_bytes(head[:4], "little") >= size:
+        raise BundleError(f"{path}: not an ExecuTorch program (bad header); re-export it")
+    if head[8:12] == b"eh00" and len(head) >= 40:
+        program = int.from_bytes(head[16:24], "little")
+        seg_base, seg_size = int.from_bytes(head[24:32], "little"), int.from_bytes(head[32:40], "little")
+        if program > size or (seg_size and seg_base + seg_size > size):
+            raise BundleError(f"{path}: the ExecuTorch program is truncated ({size} bytes, its header needs "
+                              f"{max(program, seg_base + seg_size)}); re-export it")
 
 
 def _quiet():
@@ -63,28 +89,24 @@ class ExecuTorchBackend:
                 import executorch.kernels.quantized  # noqa: F401  (embedding_byte for int8 programs)
             except Exception:
                 pass
-            if threads:
+            check_program(self.path)
+            with _RUNTIME_LOCK:
+                _set_threads(threads)
                 try:
-                    from executorch.extension.pybindings import portable_lib
-
-                    portable_lib._unsafe_reset_threadpool(int(threads))
-                except Exception:
-                    pass
-            try:
-                self.program = Runtime.get().load_program(str(self.path))
-                self.method = self.program.load_method("forward")
-            except Exception as e:
-                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise BundleError(f"{self.path}: the ExecuTorch runtime cannot load this program "
-                                  f"({msg[:300]})") from None
+                    self.program = Runtime.get().load_program(str(self.path))
+                    self.method = self.program.load_method("forward")
+                except Exception as e:
+                    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    raise BundleError(f"{self.path}: the ExecuTorch runtime cannot load this program "
+                                      f"({msg[:300]})") from None
         self.max_batch = int(max_batch or self._constant("get_max_batch") or 1)
         self.max_len = self._constant("get_max_seq_len")
         self.dim = self._constant("get_embedding_dim")
-        self._lock = threading.Lock()
 
     def _constant(self, name: str) -> int | None:
         try:
-            return int(self.program.load_method(name).execute([])[0])
+            with _RUNTIME_LOCK:
+                return int(self.program.load_method(name).execute([])[0])
         except Exception:
             return None
 
@@ -110,7 +132,7 @@ class ExecuTorchBackend:
         import torch
 
         x, m = torch.from_numpy(np.ascontiguousarray(ids)), torch.from_numpy(np.ascontiguousarray(mask))
-        with self._lock:
+        with _RUNTIME_LOCK:
             try:
                 out = self.method.execute([x, m])[0]
             except Exception as e:
@@ -120,3 +142,18 @@ class ExecuTorchBackend:
 
     def __repr__(self) -> str:
         return f"ExecuTorchBackend({str(self.path)!r}, max_batch={self.max_batch}, threads={self.threads})"
+
+
+def _set_threads(threads: int | None) -> None:
+    """Reset the process-wide thread pool to ``threads`` (before ``load_method``: XNNPACK keeps the pool it
+    saw); only when the count changes. Call with ``_RUNTIME_LOCK`` held."""
+    global _pool_threads
+    if not threads or threads == _pool_threads:
+        return
+    try:
+        from executorch.extension.pybindings import portable_lib
+
+        portable_lib._unsafe_reset_threadpool(int(threads))
+        _pool_threads = int(threads)
+    except Exception:
+        pass
