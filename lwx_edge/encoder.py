@@ -295,9 +295,10 @@ class Encoder:
         return list(self.tokenizer.encode(_as_text_list(texts)).truncated)
 
     # ------------------------------------------------------------------------------------------ embedding
-    def embed(self, texts: Sequence[str], batch_size: int = 32, normalize: bool = True,
+    def embed(self, texts: Sequence[str] | str, batch_size: int = 32, normalize: bool = True,
               progress: bool = False, truncation: str = "warn") -> np.ndarray:
-        """Embed texts -> float32 [n, d] (L2-normalised unless ``normalize=False``), in input order.
+        """Embed texts -> float32 [n, d] (L2-normalised unless ``normalize=False``), in input order; one
+        string -> one vector [d]; an empty list -> an empty [0, d] array.
 
         Texts are sorted by length into batches of ``batch_size`` (less padding) and the order is restored.
         Inputs longer than the model's max length keep their head; their indices are in
@@ -308,7 +309,12 @@ class Encoder:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         if truncation not in ("warn", "ignore", "error"):
             raise InputError(f"truncation must be 'warn', 'ignore' or 'error', got {truncation!r}")
+        if isinstance(texts, str):
+            return self.embed([texts], batch_size, normalize, progress, truncation)[0]
         texts = _as_text_list(texts)
+        if not texts:
+            self.last_truncated = []
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
         enc = self.tokenizer.encode(texts)
         self.last_truncated = enc.truncated
         if enc.truncated:
@@ -340,6 +346,17 @@ class Encoder:
         if normalize:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
+
+    def encode(self, sentences: Sequence[str] | str, batch_size: int = 32, show_progress_bar: bool = False,
+               normalize_embeddings: bool = True, **kwargs) -> np.ndarray:
+        """:meth:`embed` under the name (and keyword names) sentence-transformers and model2vec users know.
+        Unlike sentence-transformers, vectors are L2-normalised by default."""
+        return self.embed(sentences, batch_size=batch_size, normalize=normalize_embeddings,
+                          progress=show_progress_bar, **kwargs)
+
+    def get_sentence_embedding_dimension(self) -> int | None:
+        """The vector size (sentence-transformers' name for :attr:`dim`)."""
+        return self.dim
 
     # ------------------------------------------------------------------------------------------ helpers
     def _vectors(self, x, batch_size: int) -> tuple[np.ndarray, bool]:

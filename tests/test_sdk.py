@@ -3,6 +3,7 @@
 A tiny bundle with random weights and a real SentencePiece model is exported once (ONNX and ExecuTorch,
 fp32 and int8); every backend then embeds the same texts. No mocks.
 """
+import hashlib
 import json
 import random
 import shutil
@@ -209,17 +210,30 @@ def test_parallel_threads_give_the_same_vectors(bundle, texts):
 # ------------------------------------------------------------------------------------------ errors
 
 @pytest.mark.parametrize("bad, message", [
-    ([], "empty"),
     (["ok", ""], "empty"),
     (["ok", "   "], "empty"),
     (["ok", 3], "int"),
     (["ok", None], "NoneType"),
-    ("a single string", "wrap it in a list"),
+    ("", "empty"),
+    ({"a": 1}, "expected a list of strings, got dict"),
 ])
 def test_bad_texts_are_clear_errors(bundle, bad, message):
     enc = Encoder.load(bundle)
     with pytest.raises(InputError, match=message):
         enc.embed(bad)
+
+
+def test_familiar_api_one_text_empty_list_and_sentence_transformers_names(bundle):
+    enc = Encoder.load(bundle)
+    batch = enc.embed(["a short text", "another one"])
+    one = enc.embed("a short text")
+    assert one.shape == (enc.dim,) and np.abs(one - batch[0]).max() < 1e-6
+    empty = enc.embed([])
+    assert empty.shape == (0, enc.dim) and empty.dtype == np.float32 and enc.last_truncated == []
+    assert np.array_equal(enc.encode(["a short text", "another one"]), batch)
+    raw = enc.encode(["a short text"], normalize_embeddings=False, show_progress_bar=False)
+    assert abs(np.linalg.norm(raw[0]) - 1) > 1e-3 and np.allclose(raw[0] / np.linalg.norm(raw[0]), batch[0], atol=1e-6)
+    assert enc.get_sentence_embedding_dimension() == enc.dim == batch.shape[1]
 
 
 def test_bad_paths_and_arguments(bundle, tmp_path):
@@ -322,6 +336,51 @@ print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'executorch'
     assert r.stdout.strip().splitlines()[-1] == "[]"
 
 
+@needs_et
+def test_loading_an_executorch_encoder_with_threads_while_another_runs_does_not_crash(bundle):
+    """The thread pool is process-wide; resetting it under a running execute used to segfault (rc 139)."""
+    code = f"""
+import threading
+from lwx_edge import Encoder
+a = Encoder.load({str(bundle)!r}, backend="executorch", threads=1)
+stop = threading.Event()
+def work():
+    while not stop.is_set():
+        a.embed(["a few words to embed", "and some more words here"] * 8)
+t = threading.Thread(target=work)
+t.start()
+for n in (2, 1, 2, 1, 2):
+    Encoder.load({str(bundle)!r}, backend="executorch", threads=n).embed(["x"])
+stop.set()
+t.join()
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stderr[-2000:])
+
+
+def test_a_damaged_executorch_program_is_refused_before_the_runtime_sees_it(tmp_path):
+    """The runtime aborts the process on some damaged programs, so the header is checked first."""
+    from lwx_edge.encoder import DEFAULT_MODEL
+    from lwx_edge.runtime.executorch_backend import check_program
+
+    good = DEFAULT_MODEL / "model.int8.pte"
+    check_program(good)
+    raw = good.read_bytes()
+    (tmp_path / "cut.pte").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(BundleError, match="the ExecuTorch program is truncated"):
+        check_program(tmp_path / "cut.pte")
+    (tmp_path / "onnx.pte").write_bytes((DEFAULT_MODEL / "model.int8.onnx").read_bytes()[:4096])
+    with pytest.raises(BundleError, match="not an ExecuTorch program"):
+        check_program(tmp_path / "onnx.pte")
+    if HAS_ET:  # the same through Encoder.load with verification off
+        d = tmp_path / "bundle"
+        shutil.copytree(DEFAULT_MODEL, d)
+        (d / "model.int8.pte").write_bytes(raw[: len(raw) // 2])
+        with pytest.raises(BundleError, match="truncated"):
+            Encoder.load(d, backend="executorch", verify=False)
+
+
 def test_torch_backend_needs_weights_and_says_so(bundle, tmp_path):
     d = tmp_path / "noweights"
     shutil.copytree(bundle, d)
@@ -346,6 +405,47 @@ def test_head_refuses_another_encoder(bundle, tok, tmp_path, texts):
     other = make_bundle(tmp_path / "other", tok, seed=1)
     with pytest.raises(HeadError, match="fitted on another encoder"):
         load_head(tmp_path / "head", encoder=Encoder.load(other))
+    # the same bundle with its int8 ONNX model swapped for another model's (manifest re-hashed): the file
+    # that runs is checked, not merely some file of the bundle
+    from lwx_edge.export import export_bundle
+
+    export_bundle(other, formats=("onnx",), int8=True)
+    swapped = tmp_path / "swapped"
+    shutil.copytree(bundle, swapped)
+    shutil.copyfile(other / "model.int8.onnx", swapped / "model.int8.onnx")
+    rehash(swapped)
+    with pytest.raises(HeadError, match="fitted on another encoder"):
+        load_head(tmp_path / "head", encoder=Encoder.load(swapped, backend="onnx"))
+
+
+def test_head_files_that_cannot_be_trusted_are_refused(bundle, tmp_path, texts):
+    from lwx_edge.heads import HeadError, LogisticHead, load_head
+
+    enc = Encoder.load(bundle)
+    LogisticHead(encoder=enc).fit(texts, ["a" if i % 2 else "b" for i in range(len(texts))]).save(tmp_path / "h")
+    meta = json.loads((tmp_path / "h" / "head.json").read_text())
+
+    def broken(change, message):
+        d = tmp_path / f"h{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(tmp_path / "h", d)
+        m = json.loads(json.dumps(meta))
+        change(m, d)
+        (d / "head.json").write_text(json.dumps(m))
+        with pytest.raises(HeadError, match=message):
+            load_head(d, encoder=enc)
+
+    broken(lambda m, d: m["encoder"].pop("sha256"), "encoder record is malformed")
+    broken(lambda m, d: m.pop("encoder"), "has no 'encoder' entry")
+    broken(lambda m, d: m["weights"].pop("sha256"), "records no sha256 for its weights")
+
+    def nan_weights(m, d):
+        with np.load(d / "head.npz") as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays[m["layers"][0]["weight"]][0, 0] = np.nan
+        np.savez(d / "head.npz", **arrays)
+        m["weights"]["sha256"] = hashlib.sha256((d / "head.npz").read_bytes()).hexdigest()
+
+    broken(nan_weights, "NaN, infinite or non-numeric")
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -380,7 +480,8 @@ def test_cli_fit_predict_search(bundle, labelled, tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["dev"]["n"] == 16 and 0 <= report["fr"]["accuracy"] <= 1
     meta = json.loads((tmp_path / "head" / "head.json").read_text())
-    assert meta["info"]["examples"] == 64 and meta["info"]["results"]["dev"]["n"] == 16
+    assert meta["info"]["examples"] == 80 and meta["info"]["reports_fitted_on"] == 64  # refitted on all
+    assert meta["info"]["results"]["dev"]["n"] == 16 and "refitted on all after the dev report" in r.stdout
 
     r = cli("predict", bundle, tmp_path / "head", "cat dog cat dog", "server file network")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -399,10 +500,17 @@ def test_cli_fit_predict_search(bundle, labelled, tmp_path):
     assert len(hit) == 2 and hit[0]["text"] == "server network file." and hit[0]["score"] == pytest.approx(1, abs=1e-3)
 
 
+def test_cli_version():
+    from lwx_edge import __version__
+
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"lwx-edge {__version__}"
+
+
 def test_cli_embed_to_npy_with_backend(bundle, tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("the cat.\n\nle chat.\n", encoding="utf-8")
-    r = cli("embed", bundle, "--input", src, "-o", tmp_path / "v.npy", "--backend", "onnx")
+    r = cli("embed", bundle, "--input", src, "-o", tmp_path / "v.npy", "--backend", "onnx", "--threads", "1")
     assert r.returncode == 0, r.stderr[-2000:]
     v = np.load(tmp_path / "v.npy")
     assert v.shape == (2, 64) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
@@ -413,10 +521,14 @@ def test_cli_errors_are_one_line_with_exit_code_2(bundle, labelled, tok, tmp_pat
         (("fit", bundle, labelled / "en.csv", "-o", tmp_path / "h", "--text-col", "txt"), "no column 'txt'"),
         (("fit", bundle, tmp_path / "none.csv", "-o", tmp_path / "h"), "no such labelled file"),
         (("fit", bundle, labelled / "en.csv", "-o", tmp_path / "h", "--eval-lang", "fr"), "LANG=FILE"),
+        (("fit", bundle, labelled / "en.csv", "-o", tmp_path / "h", "--kind", "svm"), "unknown head kind 'svm'"),
         (("embed", tmp_path / "nobundle", "x"), "no such bundle directory"),
         (("embed", bundle), "no texts"),
         (("predict", bundle, tmp_path / "nohead", "x"), "no such head directory"),
         (("search", bundle, "q", "--corpus", tmp_path / "none.txt"), "no such file"),
+        (("embed", bundle, "caf\udce9"), "text 0 is not valid Unicode"),  # a non-UTF-8 argument
+        (("embed", bundle, "x", "-o", tmp_path / "v.txt"), "--output must end in .npy"),
+        (("embed", bundle, "x", "--threads", "0"), "--threads"),
     ]
     for args, message in cases:
         r = cli(*args)

@@ -3,9 +3,11 @@ dialogue and everyday text, with reference systems and space diagnostics."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import typer
+
+from ._options import threads_option
 
 REFERENCES = ("teacher", "tfidf", "random")
 
@@ -36,6 +38,7 @@ def eval_(
     refs: str = typer.Option("teacher,tfidf,random", "--refs", help="Reference systems scored in the same run "
                                                                      "(teacher, tfidf, random; '' for none)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write results JSON here (and a .md table beside it)."),
+    threads: Optional[int] = threads_option(),
 ) -> None:
     """Score bundles and reference systems on the same DDTP split; print a markdown table."""
     from ..bundle import write_json_atomic, write_text_atomic
@@ -60,13 +63,13 @@ def eval_(
                              f"or leave {task} out of --tasks)")
     systems = {}
     for b in bundles:
-        enc = Encoder.load(b)
+        enc = Encoder.load(b, threads=threads)
         systems[f"lwx-edge {b}"] = (
             lambda texts, enc=enc: enc.embed(list(texts), batch_size=64, truncation="ignore", progress=len(texts) > 2000))
     if "teacher" in ref_list:
         from ..data.teacher import USETeacher
 
-        teacher = USETeacher()
+        teacher = USETeacher(threads)
 
         def use(texts, batch=256):
             import numpy as np

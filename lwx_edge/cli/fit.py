@@ -6,6 +6,8 @@ from typing import List, Optional
 
 import typer
 
+from ._options import threads_option
+
 
 def _eval_spec(spec: str) -> tuple[str, Path]:
     from ..errors import InputError
@@ -40,7 +42,10 @@ def fit(
                                         help="LANG=FILE: accuracy on another language's labelled file "
                                              "(zero-shot cross-lingual, repeatable)."),
     backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
+    threads: Optional[int] = threads_option(),
     seed: int = typer.Option(0, "--seed"),
+    refit: bool = typer.Option(True, "--refit/--no-refit",
+                               help="After reporting on the dev slice, fit the saved head on every example."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the reports as JSON here."),
 ) -> None:
     """Fit a classifier head on frozen embeddings; print dev accuracy and a confusion table."""
@@ -52,6 +57,7 @@ def fit(
     from ..heads import make_head, read_labelled
     from ..heads.base import stratified_split
 
+    make_head(kind)  # an unknown --kind fails here, before any embedding
     evals = [_eval_spec(s) for s in eval_lang]
     if not 0 <= dev_fraction < 1:
         raise InputError(f"--dev-fraction must be in [0, 1), got {dev_fraction}")
@@ -59,7 +65,7 @@ def fit(
     eval_sets = {name: read_labelled(path, text_col, label_col) for name, path in evals}
     typer.echo(f"{data}: {len(train.texts)} examples, {len(set(train.labels))} labels"
                + (f" ({train.skipped} rows without text or label skipped)" if train.skipped else ""), err=True)
-    enc = Encoder.load(bundle, backend=backend)
+    enc = Encoder.load(bundle, backend=backend, threads=threads)
     X = enc.embed(train.texts, progress=True, truncation="ignore")
     y = np.asarray(train.labels)
     _, y_idx = np.unique(y, return_inverse=True)
@@ -72,11 +78,17 @@ def fit(
     for name, ds in eval_sets.items():
         reports[name] = head.evaluate(enc.embed(ds.texts, progress=True, truncation="ignore"), ds.labels)
         _report(f"{name} (zero-shot, {len(ds.texts)} examples)", reports[name])
-    info = {"data": str(data), "examples": int(len(tr)), "dev_examples": int(len(dev)),
+    fitted_on = len(tr)
+    if refit and len(dev):  # the reports above measured the head without its dev slice; ship one that saw all
+        head = make_head(kind, encoder=enc, random_state=seed).fit(X, y)
+        fitted_on = len(y)
+    info = {"data": str(data), "examples": int(fitted_on), "dev_examples": int(len(dev)),
+            "reports_fitted_on": int(len(tr)),
             "results": {k: {m: v[m] for m in ("n", "accuracy", "balanced_accuracy", "macro_f1")}
                         for k, v in reports.items()}}
     head.save(out, info=info)
-    typer.echo(f"head ({kind}, fitted on {len(tr)} examples) -> {out}")
+    typer.echo(f"head ({kind}, fitted on {fitted_on} examples"
+               + (", refitted on all after the dev report" if fitted_on > len(tr) else "") + f") -> {out}")
     if json_out:
         write_json_atomic(json_out, reports)
 

@@ -8,6 +8,8 @@ from typing import List, Optional
 
 import typer
 
+from ._options import threads_option
+
 
 def predict(
     bundle: Path = typer.Argument(..., help="Model bundle directory the head was fitted on ('default': the shipped model)."),
@@ -16,6 +18,7 @@ def predict(
     input: Optional[Path] = typer.Option(None, "--input", "-i", help="A text file, one text per line ('-': stdin)."),
     as_json: bool = typer.Option(False, "--json", help="JSON lines with every class probability."),
     backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
+    threads: Optional[int] = threads_option(),
 ) -> None:
     """Print one line per text: label, probability, text (tab-separated), or JSON lines with --json."""
     from ..encoder import Encoder
@@ -23,7 +26,7 @@ def predict(
     from ._texts import gather
 
     items = gather(texts, input)
-    enc = Encoder.load(bundle, backend=backend)
+    enc = Encoder.load(bundle, backend=backend, threads=threads)
     h = load_head(head, encoder=enc)  # refused (HeadError) when fitted on another encoder
     proba = h.predict_proba(enc.embed(items, truncation="ignore"))
     best = proba.argmax(axis=1)

@@ -8,6 +8,8 @@ from typing import List, Optional
 
 import typer
 
+from ._options import threads_option
+
 
 def search(
     bundle: Path = typer.Argument(..., help="Model bundle directory, or 'default' for the shipped model."),
@@ -17,6 +19,7 @@ def search(
     top_k: int = typer.Option(5, "--top-k", "-k", help="Results per query."),
     as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a readable list."),
     backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
+    threads: Optional[int] = threads_option(),
 ) -> None:
     """For each query, the TOP_K most similar corpus lines (cosine, exact)."""
     from ..encoder import Encoder
@@ -25,7 +28,7 @@ def search(
 
     items = gather(queries, input, "queries")
     docs = gather(None, corpus, "corpus lines")
-    enc = Encoder.load(bundle, backend=backend)
+    enc = Encoder.load(bundle, backend=backend, threads=threads)
     q = enc.embed(items, truncation="ignore")
     c = enc.embed(docs, progress=len(docs) > 5000, truncation="ignore")
     res = nearest(q, c, top_k=top_k)

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from ._options import threads_option
+
 
 def train(
     corpus: List[Path] = typer.Option(..., "--corpus", "-c", help="Parallel files *.en-xx.tsv[.gz], or directories of train.*.tsv (repeatable)."),
@@ -29,6 +31,7 @@ def train(
     seed: Optional[int] = typer.Option(None, "--seed"),
     set_: List[str] = typer.Option([], "--set", help="Override any config field: key=value, e.g. weights.sim=0."),
     resume: bool = typer.Option(False, "--resume", help="Continue from OUT/checkpoint exactly."),
+    threads: Optional[int] = threads_option(),
 ) -> None:
     """Train the encoder (all losses of the paper plus distillation) and write OUT/bundle."""
     from ..errors import LwxError
@@ -51,7 +54,8 @@ def train(
         cfg.dev_xsr = [str(p) for p in dev_xsr]
     for name, value in [("dev_docs", dev_docs), ("tokenizer", tokenizer), ("vocab_size", vocab_size),
                         ("batch_size", batch_size), ("lr", lr), ("epochs", epochs), ("max_steps", max_steps),
-                        ("max_time", max_time), ("teacher", teacher), ("device", device), ("seed", seed)]:
+                        ("max_time", max_time), ("teacher", teacher), ("device", device), ("seed", seed),
+                        ("threads", threads)]:
         if value is not None:
             setattr(cfg, name, str(value) if isinstance(value, Path) else value)
     for item in set_:
