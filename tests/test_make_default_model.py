@@ -30,7 +30,8 @@ def test_attach_adds_the_file_to_the_manifest_and_keeps_the_record(tmp_path):
     r = run("--attach", results, "--out", model)
     assert r.returncode == 0, r.stderr
     b = Bundle.load(model)  # sha256 of every listed file verified
-    assert set(b.manifest["files"]) == {"config.json", "tokenizer.model", "eval_test.json"}
+    assert set(b.manifest["files"]) == {"config.json", "tokenizer.model", "eval_test.json", "README.md"}
+    assert (model / "README.md").read_text().startswith("# Model card: the lwx-edge default model")
     assert b.manifest["results"] == ["eval_test.json"] and b.manifest["training"] == {"step": 7}
     assert json.loads((model / "eval_test.json").read_text())["split"] == "test"
 

@@ -10,7 +10,8 @@ temporary copy, keeps only what an app needs -- ``config.json``, ``tokenizer.mod
 files (with the sha256 of the fp32 weights they came from, and the training record), and replaces
 ``lwx_edge/default_model`` atomically. The fp32 weights stay in the run directory: ~50 MB the package
 does not need. ``--attach`` adds result files (the evaluation of the model just shipped) to the existing
-default model without exporting again, and rewrites its manifest (the previous record is kept).
+default model without exporting again, and rewrites its manifest (the previous record is kept). Both write the
+model card (``README.md``, see ``lwx_edge.modelcard``) from what the model then holds.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def main() -> None:
     if a.bundle is None:
         ap.error("a bundle is required (or --attach)")
 
-    from lwx_edge.bundle import WEIGHTS, Bundle, atomic_dir, write_manifest
+    from lwx_edge.bundle import WEIGHTS, Bundle, atomic_dir
     from lwx_edge.export import export_bundle
 
     src = Bundle.load(a.bundle)
@@ -55,7 +56,7 @@ def main() -> None:
             info["artifacts"] = {k: v for k, v in (info.get("artifacts") or {}).items() if k in KEEP}
             info["source"] = {"bundle": str(a.bundle), "weights_sha256": src.sha256(WEIGHTS),
                               "command": "python tools/make_default_model.py " + " ".join(sys.argv[1:])}
-            write_manifest(d, info)
+            write_with_card(d, info)
     sizes = {p.name: p.stat().st_size for p in a.out.rglob("*") if p.is_file()}
     print(json.dumps({"out": str(a.out), "bytes": sizes, "total_mb": round(sum(sizes.values()) / 2**20, 2),
                       "int8_cosine": {k: {"mean": v["cos_mean"], "min": v["cos_min"]} for k, v in report["artifacts"].items()}}, indent=2))
@@ -68,9 +69,20 @@ def record(manifest: dict) -> dict:
             if k not in ("format", "format_version", "lwx_edge_version", "created", "files")}
 
 
+def write_with_card(d: Path, info: dict) -> None:
+    """Write the manifest, then the model card built from the finished bundle, then the manifest again."""
+    from lwx_edge.bundle import write_manifest
+    from lwx_edge.modelcard import CARD_FILE, model_card
+
+    (d / CARD_FILE).unlink(missing_ok=True)
+    write_manifest(d, info)
+    (d / CARD_FILE).write_text(model_card(d, name="the lwx-edge default model"), encoding="utf-8")
+    write_manifest(d, info)
+
+
 def attach(model_dir: Path, files: list[Path]) -> None:
     """Copy result files into ``model_dir`` and rewrite its manifest, all in one atomic swap."""
-    from lwx_edge.bundle import Bundle, atomic_dir, write_manifest
+    from lwx_edge.bundle import Bundle, atomic_dir
     from lwx_edge.errors import BundleError
 
     try:
@@ -86,11 +98,13 @@ def attach(model_dir: Path, files: list[Path]) -> None:
     info["results"] = sorted(set(info.get("results", [])) | {f.name for f in files})
     with atomic_dir(model_dir) as d:
         for rel in bundle.manifest["files"]:
+            if rel == "README.md":
+                continue  # the card is rebuilt below
             (d / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(bundle.path / rel, d / rel)
         for f in files:
             shutil.copy2(f, d / f.name)
-        write_manifest(d, info)
+        write_with_card(d, info)
     print(f"attached {', '.join(f.name for f in files)} to {model_dir}")
 
 

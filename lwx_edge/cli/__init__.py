@@ -6,9 +6,9 @@ import sys
 import typer
 
 from ..errors import LwxError
-from . import data, embed, eval, export, fit, predict, search, train
+from . import data, embed, eval, export, fit, info, predict, search, train
 
-app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search.",
+app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, info.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.command("train")(train.train)
 app.command("embed")(embed.embed)
@@ -17,7 +17,22 @@ app.command("fit")(fit.fit)
 app.command("predict")(predict.predict)
 app.command("search")(search.search)
 app.command("eval")(eval.eval_)
+app.command("info")(info.info)
 app.add_typer(data.app, name="data")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"lwx-edge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, info."""
 
 
 def main() -> None:
