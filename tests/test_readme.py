@@ -1,0 +1,65 @@
+"""The README's quickstart runs as written: every snippet of "Use it (the SDK)", against examples/."""
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def section(title: str) -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+
+
+def commands(block: str) -> list[list[str]]:
+    """Shell lines (continuations joined, comments dropped) as argument lists."""
+    joined = re.sub(r"\\\n\s*", " ", block)
+    return [shlex.split(line, comments=True) for line in joined.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    return tmp_path
+
+
+def test_the_sdk_snippet_runs_and_its_head_transfers_across_languages(workdir):
+    (code,) = blocks(section("Use it (the SDK)"), "python")
+    ast.parse(code)
+    r = subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    similarity, hits, predicted, accuracy = r.stdout.strip().splitlines()[-4:]
+    assert 0.5 < float(similarity) <= 1.0  # a question and its German translation
+    assert "Dentist appointment" in hits
+    assert ast.literal_eval(predicted.replace("' '", "', '")) == ["music", "shopping"]
+    assert float(accuracy) >= 0.75  # 12 French requests, 4 intents: chance is 0.25
+    assert (workdir / "my-head" / "head.json").is_file()
+
+
+def test_the_cli_snippet_runs(workdir):
+    (block,) = [b for b in blocks(section("Use it (the SDK)"), "bash") if "lwx-edge fit" in b]
+    ran = 0
+    for args in commands(block):
+        assert args[0] == "lwx-edge", args
+        r = subprocess.run([sys.executable, "-m", "lwx_edge", *args[1:]], cwd=workdir, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, (args, r.stderr[-2000:])
+        ran += 1
+        if args[1] == "search":
+            assert "Pay the electricity bill" in r.stdout.splitlines()[1]
+        if args[1] == "predict":
+            assert r.stdout.startswith("music\t")
+    assert ran == 5 and (workdir / "vecs.npy").is_file()
