@@ -22,6 +22,7 @@ beforehand. One Encoder may be shared by several threads.
 from __future__ import annotations
 
 import importlib.util
+import numbers
 import os
 import threading
 import warnings
@@ -30,6 +31,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .batching import plan_batches
 from .bundle import CONFIG, TOKENIZER, WEIGHTS, Bundle, sha256_file
 from .errors import BundleError, InputError, LwxError
 from .runtime import Backend
@@ -300,13 +302,16 @@ class Encoder:
         """Embed texts -> float32 [n, d] (L2-normalised unless ``normalize=False``), in input order; one
         string -> one vector [d]; an empty list -> an empty [0, d] array.
 
-        Texts are sorted by length into batches of ``batch_size`` (less padding) and the order is restored.
+        Texts are sorted by length and split into batches of at most ``batch_size`` rows where padding
+        would cost more than another backend call (:func:`lwx_edge.batching.plan_batches`); the order is
+        restored, and a text's vector does not depend on the batch it ran in.
         Inputs longer than the model's max length keep their head; their indices are in
         ``self.last_truncated`` and, with ``truncation="warn"`` (default), a ``TruncationWarning`` says so;
         ``"ignore"`` only records them, ``"error"`` raises ``InputError`` instead of embedding.
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        batch_size = int(batch_size)
         if truncation not in ("warn", "ignore", "error"):
             raise InputError(f"truncation must be 'warn', 'ignore' or 'error', got {truncation!r}")
         if isinstance(texts, str):
@@ -326,15 +331,14 @@ class Encoder:
             if truncation == "warn":
                 warnings.warn(msg, TruncationWarning, stacklevel=2)
         lengths = np.fromiter((len(x) for x in enc.ids), dtype=np.int64, count=len(enc.ids))
-        order = np.argsort(lengths, kind="stable")
+        rows = min(batch_size, getattr(self.backend, "max_batch", None) or batch_size)
+        groups = plan_batches(lengths, rows, getattr(self.backend, "call_overhead", float("inf")))
         out = None
-        starts = range(0, len(order), batch_size)
         if progress:
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc="embed", unit="batch", leave=False)
-        for s in starts:
-            idx = order[s:s + batch_size]
+            groups = tqdm(groups, desc="embed", unit="batch", leave=False)
+        for idx in groups:
             ids, mask = Tokenizer.pad([enc.ids[i] for i in idx])
             vecs = np.asarray(self.backend.run(ids, mask), dtype=np.float32)
             if vecs.ndim != 2 or vecs.shape[0] != len(idx):

@@ -8,5 +8,6 @@ import numpy as np
 
 class Backend(Protocol):
     name: str
+    call_overhead: float  # one call's own cost in row·token steps (lwx_edge.batching.plan_batches)
 
     def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray: ...

@@ -25,6 +25,9 @@ class OnnxBackend:
     """``run(input_ids int64 [n, T], attention_mask int64 [n, T]) -> float32 [n, d]`` with onnxruntime."""
 
     name = "onnx"
+    # What one call costs on its own, in row·token steps (tools/bench_app.py --calibrate): Encoder.embed
+    # splits a batch where padding would cost more than another call (lwx_edge.batching).
+    call_overhead = 16.0
 
     def __init__(self, path: str | os.PathLike, threads: int | None = None):
         try:

@@ -9,6 +9,9 @@ import torch
 
 class TorchBackend:
     name = "torch"
+    # What one call costs on its own, in row·token steps (tools/bench_app.py --calibrate): Encoder.embed
+    # splits a batch where padding would cost more than another call (lwx_edge.batching).
+    call_overhead = 16.0
 
     def __init__(self, encoder: torch.nn.Module, device: str | torch.device = "cpu"):
         self.encoder = encoder
