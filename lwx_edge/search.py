@@ -46,6 +46,8 @@ def _matrix(x, what: str) -> tuple[np.ndarray, bool]:
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
+    """Rows to unit length; scaled by their largest entry first, so huge values do not overflow."""
+    x = x / np.maximum(np.abs(x).max(axis=1, keepdims=True), np.finfo(np.float32).tiny)
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 

@@ -13,6 +13,7 @@ import os
 import random
 import re
 import tempfile
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ import sentencepiece as spm
 
 from .errors import InputError, LwxError
 from .text import normalize
+
+_INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}  # control, format, separators (SentencePieceBpe.java agrees)
 
 __all__ = [
     "PAD_ID", "UNK_ID", "MASK_ID", "MASK_PIECE", "NON_MASKABLE_STRINGS",
@@ -257,8 +260,15 @@ class Tokenizer:
             n = normalize(t, self.lower)
             if not n:
                 raise InputError(f"text {i} is empty or whitespace-only")
+            if all(unicodedata.category(c) in _INVISIBLE for c in n):  # NUL, zero-width and other invisibles
+                raise InputError(f"text {i} has no tokens after normalisation (only control or invisible "
+                                 "characters)")
             out.append(n)
         return out
+
+    def check(self, texts: Sequence[str]) -> None:
+        """Raise ``InputError`` for a text ``encode`` would refuse (not a str, empty), tokenizing nothing."""
+        self._normalize_all(texts)
 
     def encode(self, texts: Sequence[str]) -> Encoded:
         """Normalise each text and encode it; texts longer than ``max_len`` tokens keep their head."""

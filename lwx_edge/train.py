@@ -29,7 +29,7 @@ import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from . import losses as L
-from .bundle import recover_dir, write_json_atomic
+from .bundle import recover_dir, write_json_atomic, write_text_atomic
 from .checkpoint import load_checkpoint, save_bundle, save_checkpoint
 from .data.batches import MonoBatcher, PairBatcher, slice_rows, tokenize_pairs
 from .errors import LwxError
@@ -173,11 +173,11 @@ class TrainConfig:
 def _typed(key: str, hint, value):
     """``value`` as the declared type ``hint`` (int → float is allowed), or an LwxError naming the key."""
     args = typing.get_args(hint)
+    optional = type(None) in args
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
+        if value is None and optional:
             return None
         hint = next(a for a in args if a is not type(None))
-        args = typing.get_args(hint)
     origin = typing.get_origin(hint) or hint
     ok = {bool: lambda v: isinstance(v, bool),
           int: lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -185,7 +185,7 @@ def _typed(key: str, hint, value):
           str: lambda v: isinstance(v, str),
           list: lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)}.get(origin)
     if ok is None or not ok(value):
-        want = getattr(hint, "__name__", str(hint)) + (" (or null)" if type(None) in args else "")
+        want = getattr(hint, "__name__", str(hint)) + (" (or null)" if optional else "")
         raise LwxError(f"config key {key!r} expects {want}, got {value!r}")
     return float(value) if origin is float else value
 
@@ -271,6 +271,20 @@ class _Log:
         if self.enabled:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
+
+    def drop_after(self, step: int) -> None:
+        """Forget the records of steps after ``step``: a resumed run repeats them from its checkpoint."""
+        if not (self.enabled and self.path.exists()):
+            return
+        kept = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                if json.loads(line).get("step", 0) > step:
+                    continue
+            except (ValueError, AttributeError):
+                continue  # a line cut by the kill
+            kept.append(line + "\n")
+        write_text_atomic(self.path, "".join(kept))
 
 
 # ---- the step ---------------------------------------------------------------------------------------
@@ -410,6 +424,7 @@ class Trainer:
         if resume and (self.out / "checkpoint").exists():
             meta = load_checkpoint(self.out / "checkpoint", self.model, self.optimizer)
             self.step, self.elapsed, self.best = meta["step"], meta["elapsed"], meta["best"]
+            self.log.drop_after(self.step)
             self.log(f"resumed from {self.out / 'checkpoint'} at step {self.step}")
         self.ddp = self.model
         if self.world > 1:

@@ -139,11 +139,17 @@ def test_batches_are_sorted_and_padded_to_their_own_length(bundle, texts):
         return run(ids, mask)
 
     enc.backend.run = recording_run
+    enc.backend.call_overhead = float("inf")  # one call per batch_size texts (no planned splits)
     ref = enc.embed(texts, batch_size=40)
     got = enc.embed(texts, batch_size=8)
     assert shapes[0][0] == 40 and [s[0] for s in shapes[1:]] == [8] * 5
     assert [s[1] for s in shapes[1:]] == sorted(s[1] for s in shapes[1:]) and shapes[1][1] < shapes[-1][1]
     assert np.abs(got - ref).max() < 1e-5
+    shapes.clear()
+    enc.backend.call_overhead = 0.0  # every length its own call: no padding at all
+    planned = enc.embed(texts, batch_size=40)
+    assert np.abs(planned - ref).max() < 1e-5
+    assert sum(s[0] for s in shapes) == 40 and len({s[1] for s in shapes}) == len(shapes)
 
 
 @needs_et
@@ -216,6 +222,8 @@ def test_parallel_threads_give_the_same_vectors(bundle, texts):
     (["ok", None], "NoneType"),
     ("", "empty"),
     ({"a": 1}, "expected a list of strings, got dict"),
+    (["\x00\x00"], "only control or invisible characters"),
+    (["\u200b\ufeff"], "only control or invisible characters"),
 ])
 def test_bad_texts_are_clear_errors(bundle, bad, message):
     enc = Encoder.load(bundle)
@@ -223,11 +231,18 @@ def test_bad_texts_are_clear_errors(bundle, bad, message):
         enc.embed(bad)
 
 
-def test_familiar_api_one_text_empty_list_and_sentence_transformers_names(bundle):
+def test_numpy_batch_sizes_and_huge_vectors(bundle):
     enc = Encoder.load(bundle)
+    assert enc.embed(["a cat", "a dog"], batch_size=np.int64(1)).shape[0] == 2
+    big = np.full(8, 1e30, dtype=np.float32)
+    assert enc.similarity(big, big) == pytest.approx(1.0)
+
+
+def test_familiar_api_one_text_empty_list_and_sentence_transformers_names(bundle):
+    enc = Encoder.load(bundle, precision="fp32")  # int8 activations are quantized per call: compare in fp32
     batch = enc.embed(["a short text", "another one"])
     one = enc.embed("a short text")
-    assert one.shape == (enc.dim,) and np.abs(one - batch[0]).max() < 1e-6
+    assert one.shape == (enc.dim,) and np.abs(one - batch[0]).max() < 1e-5
     empty = enc.embed([])
     assert empty.shape == (0, enc.dim) and empty.dtype == np.float32 and enc.last_truncated == []
     assert np.array_equal(enc.encode(["a short text", "another one"]), batch)

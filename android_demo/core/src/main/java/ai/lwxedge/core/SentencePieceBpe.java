@@ -366,6 +366,15 @@ public final class SentencePieceBpe {
      * ids, head kept at {@code maxLen}. Throws IllegalArgumentException (like the Python InputError) when the
      * text is empty/whitespace-only after normalisation or yields no tokens.
      */
+    /** True when every code point is a control, format or separator character (Python: Cc, Cf, Zs, Zl, Zp). */
+    static boolean invisibleOnly(String s) {
+        return s.codePoints().allMatch(cp -> {
+            int t = Character.getType(cp);
+            return t == Character.CONTROL || t == Character.FORMAT || t == Character.SPACE_SEPARATOR
+                    || t == Character.LINE_SEPARATOR || t == Character.PARAGRAPH_SEPARATOR;
+        });
+    }
+
     public Encoding encode(String text, int maxLen) {
         if (maxLen < 1) {
             throw new IllegalArgumentException("max_len must be a positive integer, got " + maxLen);
@@ -373,6 +382,9 @@ public final class SentencePieceBpe {
         String norm = TextNormalizer.normalize(text, true);
         if (norm.isEmpty()) {
             throw new IllegalArgumentException("text is empty or whitespace-only");
+        }
+        if (invisibleOnly(norm)) {
+            throw new IllegalArgumentException("text has no tokens after normalisation (only control or invisible characters)");
         }
         int[] ids = encodeRaw(norm);
         if (ids.length == 0) {
