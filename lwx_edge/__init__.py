@@ -4,7 +4,7 @@ Light imports only: ``import lwx_edge`` never imports torch.
 """
 __version__ = "0.1.0"
 
-__all__ = ["Encoder", "__version__"]
+__all__ = ["Encoder", "Index", "__version__"]
 
 
 def __getattr__(name):
@@ -12,4 +12,8 @@ def __getattr__(name):
         from .encoder import Encoder
 
         return Encoder
+    if name == "Index":
+        from .index import Index
+
+        return Index
     raise AttributeError(f"module 'lwx_edge' has no attribute {name!r}")

@@ -70,3 +70,21 @@ def teacher_threads(monkeypatch):
 
     monkeypatch.setattr(teacher_mod, "USETeacher", Spy)
     return seen
+
+
+def make_tiny_bundle(tiny_corpus, out, seed: int = 0, max_len: int = 48):
+    """A random 32-d encoder with the tiny corpus' tokenizer, saved as a bundle (torch needed)."""
+    torch = pytest.importorskip("torch")
+    from lwx_edge.checkpoint import save_bundle
+    from lwx_edge.model import ModelConfig, SentenceEncoder
+
+    torch.manual_seed(seed)
+    enc = SentenceEncoder(ModelConfig(vocab_size=160, d_model=32, n_heads=4, d_ff=64, max_len=max_len)).eval()
+    save_bundle(enc, tiny_corpus["tokenizer"], out, {"note": f"test, seed {seed}"})
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle(tiny_corpus, tmp_path_factory):
+    """A tiny random bundle (max_len 48) for SDK-level tests."""
+    return make_tiny_bundle(tiny_corpus, tmp_path_factory.mktemp("tiny") / "bundle")

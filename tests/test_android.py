@@ -5,8 +5,11 @@ fixtures, android_demo/run_jvm_tests.sh compiles the Java code with javac and ru
 Two tokenizers: the shipped 16k model (lwx_edge/default_model; else $LWX_ANDROID_TOKENIZER or the
 tokenizer.model a training run left in runs/default) when there is one, and always the tiny 160-piece
 model of the test corpus (many unknown characters).
-Needs a JDK and Debian's junit4 (apt-get install -y default-jdk-headless junit4); skipped without them,
-or failed when LWX_REQUIRE_JVM=1 (set by CI, which installs them).
+Also the index file: the JVM's VectorIndex reads the index.lwxindex that lwx_edge.index.Index wrote and returns
+the same top-k ids as Index.search for the probe queries.
+Needs a JDK, Debian's junit4 and its SQLite JDBC driver (apt-get install -y default-jdk-headless junit4
+libxerial-sqlite-jdbc-java); skipped without them, or failed when LWX_REQUIRE_JVM=1 (set by CI, which installs
+them).
 """
 import json
 import os
@@ -24,15 +27,20 @@ RUNNER = REPO / "android_demo" / "run_jvm_tests.sh"
 TOOL = REPO / "tools" / "android_parity.py"
 JUNIT = Path(os.environ.get("JUNIT_JAR", "/usr/share/java/junit4.jar"))
 HAMCREST = Path(os.environ.get("HAMCREST_JAR", "/usr/share/java/hamcrest-core.jar"))
+SQLITE_JDBC = [Path(p) for p in os.environ.get("SQLITE_JDBC_JAR", "/usr/share/java/sqlite-jdbc.jar").split(":") if p]
 
 
 def _require_jvm() -> None:
-    """Skip without a JDK or the JUnit jars -- or fail, when LWX_REQUIRE_JVM=1 (CI installs them)."""
+    """Skip without a JDK, the JUnit jars or the SQLite JDBC driver -- or fail, when LWX_REQUIRE_JVM=1 (CI
+    installs them)."""
     missing = None
     if shutil.which("javac") is None or shutil.which("java") is None:
-        missing = "no JDK on PATH (apt-get install -y default-jdk-headless junit4)"
+        missing = "no JDK on PATH (apt-get install -y default-jdk-headless junit4 libxerial-sqlite-jdbc-java)"
     elif not (JUNIT.is_file() and HAMCREST.is_file()):
         missing = f"JUnit 4 / hamcrest jars not found ({JUNIT}, {HAMCREST}); apt-get install -y junit4"
+    elif not SQLITE_JDBC or not all(p.is_file() for p in SQLITE_JDBC):
+        missing = (f"SQLite JDBC driver not found ({':'.join(map(str, SQLITE_JDBC))}); "
+                   "apt-get install -y libxerial-sqlite-jdbc-java, or set SQLITE_JDBC_JAR")
     if missing:
         if os.environ.get("LWX_REQUIRE_JVM") == "1":
             pytest.fail(f"LWX_REQUIRE_JVM=1 but {missing}")
@@ -107,3 +115,8 @@ def test_jvm_core_matches_the_python_sdk(tmp_path, tiny_corpus):
         assert n == total > 350
         assert any(f"{fx.name}: head (" in l and "labels identical" in l for l in lines)
         assert any(f"{fx.name}: top-k identical" in l for l in lines)
+        idx = [l for l in lines if f"{fx.name}: index top-k identical" in l]
+        assert idx, out[-3000:]
+        n, total = map(int, re.search(r"identical for (\d+)/(\d+) queries", idx[0]).groups())
+        assert n == total == 20
+        assert int(re.search(r"(\d+) with equal scores in the top-k", idx[0]).group(1)) >= 1, idx[0]

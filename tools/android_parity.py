@@ -16,6 +16,10 @@ pickle), which ``android_demo/run_jvm_tests.sh OUT_DIR`` checks the Java code ag
     head_proba.npy         float64 [n, classes] head.predict_proba of those
     head_cases.json        classes and predicted labels
     search_*.npy, search.json   corpora/queries (float32) and lwx_edge.search.search top-k indices + scores
+    index.lwxindex         an lwx_edge.index.Index file (int8 rows; ids mixing text and integers; rows deleted
+                           and upserted; identical vectors for ties) filled with seeded random unit vectors
+    index_queries.npy      float32 [20, d] probe query vectors (not normalised)
+    index_expected.json    Index.open(index.lwxindex).search(queries, top_k=10): ids (as strings) + scores
 
 The max_len used is the one ``Encoder.load(BUNDLE, backend="executorch")`` uses: the manifest's
 ``artifacts["model.int8.pte"].max_len`` when present, else ``config.json`` ``model.max_len``.
@@ -277,6 +281,118 @@ def search_fixtures(out: Path, rng: np.random.Generator, d: int) -> dict:
     return {"cases": len(cases), "queries": sum(s[2] for s in specs)}
 
 
+class _GivenVectors:
+    """Stands in for the Encoder while filling the fixture index: each text "embeds" to a vector chosen ahead
+    (seeded random unit vectors), so no model weights are needed -- the JVM side never embeds, it reads the
+    stored int8 rows and scales. Identity and text contract are the bundle's, as Encoder.identity writes them."""
+
+    backend_name = "vectors-given"
+    artifact = PTE
+    precision = "int8"
+
+    def __init__(self, bundle, dim: int, max_len: int, vectors: dict):
+        from types import SimpleNamespace
+
+        self.bundle, self.dim, self.max_len, self._vectors = bundle, dim, max_len, vectors
+        self.tokenizer = SimpleNamespace(check=lambda texts: None)
+
+    def identity(self) -> dict:
+        from lwx_edge.bundle import TOKENIZER, WEIGHTS
+
+        files = self.bundle.manifest.get("files", {})
+        model_files = {n: files[n]["sha256"] for n in ("model.int8.onnx", "model.onnx", PTE, "model.pte", WEIGHTS)
+                       if n in files}
+        return {"sha256": model_files.get(WEIGHTS) or model_files.get(PTE), "model_files": model_files,
+                "tokenizer_sha256": files.get(TOKENIZER, {}).get("sha256"), "embedding_dim": self.dim,
+                "backend": self.backend_name, "artifact": self.artifact, "precision": self.precision,
+                "bundle": str(self.bundle.path)}
+
+    def embed(self, texts, **_) -> np.ndarray:
+        return np.stack([self._vectors[t] for t in texts]).astype(np.float32)
+
+
+def index_fixtures(out: Path, rng: np.random.Generator, bundle, d: int, max_len: int, n: int = 300,
+                   n_queries: int = 20, k: int = 10) -> dict:
+    """index.lwxindex written by lwx_edge.index.Index (add, delete, upsert), probe queries, and the top-k of
+    Index.search. Random queries whose top k+1 scores come closer than 1e-4 without being equal are skipped,
+    so float32 rounding cannot reorder distinct items; equal scores come from identical int8 rows only."""
+    from lwx_edge.index import Index, dequantize
+
+    path = out / "index.lwxindex"
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        p.unlink(missing_ok=True)
+
+    def unit(m):
+        v = rng.standard_normal((m, d)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    V = unit(n)
+    tied = [20, 150, 151]                 # three identical vectors: equal scores, row order decides
+    V[tied] = V[tied[0]]
+
+    def item_id(r: int):                  # text and integer ids; ids sort differently from the rows
+        return [f"doc-{n - r:04d}", 10_000_000_000 - r * 7, f"\u00e9l\u00e9ment-{r}", -r, "0" + str(r)][r % 5]
+
+    ids = [item_id(r) for r in range(n)]
+    ids[tied[0]], ids[tied[1]], ids[tied[2]] = "zz-tie-first", "aa-tie-second", 3  # id order != row order
+    texts = [f"item {r}" for r in range(n)]
+    vectors = dict(zip(texts, V))
+    replaced = {5: unit(1)[0], 60: V[tied[0]].copy()}   # upserted: new rowid at the end (60 joins the tie)
+    for r, v in replaced.items():
+        vectors[f"item {r} (replaced)"] = v
+    enc = _GivenVectors(bundle, d, max_len, vectors)
+    with Index.open(path, enc, create=True) as index:
+        index.add(ids, texts, [{"row": r} if r % 4 else None for r in range(n)], batch_size=64)
+        index.delete([ids[7], ids[100], ids[299]])
+        index.upsert([ids[r] for r in replaced], [f"item {r} (replaced)" for r in replaced])
+
+    # reference scores in float64 from what the file holds, rows in rowid order
+    with Index.open(path) as index:
+        rows = index.conn.execute("SELECT id, vector, scale FROM items ORDER BY rowid").fetchall()
+        row_id = [r[0] for r in rows]
+        q8 = np.stack([np.frombuffer(r[1], dtype=np.int8) for r in rows])
+        scale = np.array([r[2] for r in rows], dtype=np.float32)
+        # identical rows (int8 and scale) get bit-identical reference scores: each distinct row is scored once
+        uniq, inverse = np.unique(np.concatenate([q8.view(np.uint8), scale[:, None].view(np.uint8)], axis=1),
+                                  axis=0, return_inverse=True)
+        exact = dequantize(uniq[:, :d].view(np.int8), uniq[:, d:].copy().view(np.float32)[:, 0]).astype(np.float64)
+
+        def reference(q: np.ndarray) -> np.ndarray:
+            return (exact @ (q.astype(np.float64) / np.linalg.norm(q.astype(np.float64))))[inverse.reshape(-1)]
+
+        def conditioned(q: np.ndarray) -> bool:
+            s = np.sort(reference(q))[::-1][:k + 1]
+            gaps = s[:-1] - s[1:]
+            return bool(np.all((gaps == 0) | (gaps > 1e-4)))
+
+        # the tied vector (4 equal scores on top), an unnormalised stored vector, a dequantized row, then random
+        Q = [q for q in (V[tied[0]], V[11] * 3.0, dequantize(q8[:1], scale[:1])[0]) if conditioned(q)]
+        while len(Q) < n_queries:
+            q = rng.standard_normal(d).astype(np.float32) * rng.uniform(0.2, 5.0)
+            if conditioned(q):
+                Q.append(q)
+        Q = np.stack(Q).astype(np.float32)
+        hits = index.search(Q, top_k=k)
+        meta = index.meta
+    t = row_id.index(ids[tied[0]])
+
+    # Index.search must match the float64 reference with the documented tie rule (equal scores: lower row first)
+    for qi, (q, h) in enumerate(zip(Q, hits)):
+        s = reference(q)
+        want = [row_id[r] for r in sorted(range(len(s)), key=lambda r: (-s[r], r))[:k]]
+        if [x.id for x in h] != want:
+            raise SystemExit(f"index fixture: Index.search differs from the float64 reference on query {qi}: "
+                             f"{[x.id for x in h]} vs {want}")
+    np.save(out / "index_queries.npy", Q)
+    _dump(out / "index_expected.json", {
+        "index": path.name, "top_k": k, "items": len(rows), "dim": d,
+        "encoder_sha256": meta["encoder"].get("sha256"),
+        "tie_ids": [str(row_id[r]) for r in range(len(row_id))
+                    if np.array_equal(q8[r], q8[t]) and scale[r] == scale[t]],
+        "queries": [{"ids": [str(x.id) for x in h], "scores": [float(x.score) for x in h]} for h in hits]})
+    return {"items": len(rows), "queries": len(Q), "top_k": k}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bundle", help="model bundle directory, or 'default' for the shipped model")
@@ -325,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(a.seed)
     head_info = head_fixtures(head, out, rng)
     search_info = search_fixtures(out, rng, int(head.n_features_in_))
+    index_info = index_fixtures(out, rng, bundle, int(head.n_features_in_), max_len)
 
     import lwx_edge
     import sentencepiece
@@ -334,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         "bundle": str(path), "max_len": max_len, "vocab_size": tok.vocab_size,
         "texts": len(cases), "texts_with_error": sum(c["error"] is not None for c in cases),
         "texts_truncated": sum(c["truncated"] for c in cases),
-        "head": head_info, "search": search_info,
+        "head": head_info, "search": search_info, "index": index_info,
         "versions": {"lwx_edge": lwx_edge.__version__, "sentencepiece": sentencepiece.__version__,
                      "numpy": np.__version__, "python": platform.python_version(),
                      "unicode": unicodedata.unidata_version},

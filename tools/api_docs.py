@@ -17,9 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "API.md"
 # (module, names): the public surface, in reading order
 PUBLIC = [
-    ("lwx_edge", ["Encoder"]),
+    ("lwx_edge", ["Encoder", "Index"]),
+    ("lwx_edge.index", ["Hit", "IndexFileError"]),
     ("lwx_edge.heads", ["LogisticHead", "MLPHead", "make_head", "load_head", "read_labelled", "format_confusion"]),
     ("lwx_edge.search", ["similarity", "search", "SearchResult"]),
+    ("lwx_edge.batching", ["plan_batches"]),
     ("lwx_edge.modelcard", ["model_card"]),
     ("lwx_edge.errors", ["LwxError", "InputError", "BundleError", "CorpusError"]),
     ("lwx_edge.heads", ["HeadError"]),

@@ -6,9 +6,9 @@ import sys
 import typer
 
 from ..errors import LwxError
-from . import data, embed, eval, export, fit, info, predict, search, train
+from . import data, embed, eval, export, fit, index, info, predict, search, train
 
-app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, info.",
+app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, index, info.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.command("train")(train.train)
 app.command("embed")(embed.embed)
@@ -19,6 +19,7 @@ app.command("search")(search.search)
 app.command("eval")(eval.eval_)
 app.command("info")(info.info)
 app.add_typer(data.app, name="data")
+app.add_typer(index.app, name="index")
 
 
 def _version(value: bool) -> None:
@@ -32,7 +33,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
-    """On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, info."""
+    """On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, index, info."""
 
 
 def main() -> None:

@@ -1,0 +1,485 @@
+"""A persistent vector index in one SQLite file: embed once, search many times, on the phone as in Python.
+
+    from lwx_edge import Encoder, Index
+    enc = Encoder.load()
+    with Index.open("notes.lwxindex", enc, create=True) as index:
+        index.add(["n1", "n2"], ["Dentist on Tuesday at 9", "Buy milk and eggs"], metadata=[{"lang": "en"}, None])
+        hits = index.search("when is the dentist?", top_k=5)     # [Hit(id, score, text, metadata), ...]
+
+The file (format ``lwx-edge-index`` version 1; the Android demo's JVM core reads the same file):
+
+* ``meta(key TEXT PRIMARY KEY, value TEXT)``: ``format``, ``format_version``, ``dim``, ``storage`` ("int8"),
+  ``encoder`` (JSON: the sha256 of the model files and tokenizer that made the vectors) and ``text_contract``
+  (JSON: the tokenizer's normalisation and ``max_len``);
+* ``items(rowid INTEGER PRIMARY KEY, id NOT NULL UNIQUE, text, metadata, vector BLOB, scale REAL)``: ``id`` is
+  the caller's (text or integer), ``metadata`` a JSON object or NULL, ``vector`` the unit-length embedding as
+  ``dim`` signed bytes with ``vector ≈ scale · int8`` (one scale per vector: 516 bytes for 512 dimensions,
+  recall@10 against float32 measured by ``tools/bench_index.py``).
+
+Every ``add``/``upsert``/``delete`` batch is one transaction (a crash leaves the batches committed before it),
+the file runs in WAL mode so readers in other processes keep working while one writes, and ``close`` folds
+the WAL back into the file, so the file alone can be copied to a phone. Search is exact: the int8 vectors
+are held in memory (dim bytes per item) and scored in chunks of float32, so memory stays flat.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .errors import InputError, LwxError
+
+__all__ = ["Index", "Hit", "IndexFileError", "quantize", "dequantize"]
+
+FORMAT, FORMAT_VERSION = "lwx-edge-index", 1
+_CHUNK_ROWS = 4096          # rows dequantized at once: 4096 x 512 float32 = 8 MB
+_DEFAULT_BATCH = 256        # texts embedded and committed per transaction
+
+
+class IndexFileError(LwxError):
+    """An index file that is missing, corrupt, of another format, or built by another encoder."""
+
+
+class Hit(NamedTuple):
+    """One search result: the item's ``id``, cosine ``score``, stored ``text`` and ``metadata`` (or None)."""
+
+    id: Any
+    score: float
+    text: str | None
+    metadata: dict | None
+
+
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows -> (int8 rows, float32 scales) with ``row ≈ scale · int8`` (symmetric, one scale per row)."""
+    v = np.asarray(vectors, dtype=np.float32)
+    scale = np.maximum(np.abs(v).max(axis=1), 1e-12) / 127.0
+    q = np.clip(np.rint(v / scale[:, None]), -127, 127).astype(np.int8)
+    return q, scale.astype(np.float32)
+
+
+def dequantize(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return q.astype(np.float32) * np.asarray(scale, dtype=np.float32)[:, None]
+
+
+def _contract(encoder) -> dict:
+    """The text contract the vectors were made under: normalisation and length limit."""
+    bundle = getattr(encoder, "bundle", None)
+    cfg = bundle.config if bundle is not None else {}
+    tok = dict(cfg.get("tokenizer", {})) if isinstance(cfg.get("tokenizer"), dict) else {}
+    tok.pop("file", None)
+    return {"tokenizer": tok, "max_len": int(encoder.max_len)}
+
+
+def _ids(ids, what: str = "ids") -> list:
+    if isinstance(ids, (str, bytes, int)):
+        ids = [ids]
+    ids = list(ids)
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, (str, int)):
+            raise InputError(f"{what} must be strings or integers, got {type(i).__name__} ({i!r})")
+    return ids
+
+
+def _duplicates(ids: list) -> list:
+    seen, dup = set(), []
+    for i in ids:
+        if i in seen and i not in dup:
+            dup.append(i)
+        seen.add(i)
+    return dup
+
+
+def _shown(items: list, n: int = 5) -> str:
+    return ", ".join(repr(x) for x in items[:n]) + (f" (+{len(items) - n} more)" if len(items) > n else "")
+
+
+class Index:
+    """Items (id, text, metadata, int8 vector) in one SQLite file, searched exactly by cosine. Open or create
+    one with :meth:`Index.open`; close it (or use ``with``) so the file alone holds everything."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, encoder, meta: dict):
+        self.path, self._conn, self.encoder, self.meta = path, conn, encoder, meta
+        self.dim = int(meta["dim"])
+        self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # rowids, int8 [n, d], scales
+        self._version = None
+
+    # ------------------------------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path: str | os.PathLike, encoder=None, *, create: bool = False) -> Index:
+        """Open an index file; ``create=True`` makes a new one when ``path`` does not exist (needs
+        ``encoder``). Refuses (``IndexFileError``) a file that is not an index, is damaged, or was built by
+        another encoder than ``encoder`` (pass ``encoder=None`` to read ids, texts and metadata only)."""
+        path = Path(path)
+        if path.is_dir():
+            raise IndexFileError(f"{path}: is a directory, not an index file")
+        if not path.exists():
+            if not create:
+                raise IndexFileError(f"{path}: no such index file (Index.open(path, encoder, create=True) "
+                                     "or lwx-edge index add makes one)")
+            if encoder is None:
+                raise InputError("creating an index needs the encoder that will fill it")
+            return cls._create(path, encoder)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(16)
+        except OSError as e:
+            raise IndexFileError(f"{path}: cannot read the index file ({e.strerror or e})") from None
+        if head != b"SQLite format 3\x00":
+            raise IndexFileError(f"{path}: not an lwx-edge index (not an SQLite file)")
+        conn = cls._connect(path)
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            cols = [r[1] for r in conn.execute("PRAGMA table_info(items)").fetchall()]
+            conn.execute("SELECT count(*) FROM items").fetchone()
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise IndexFileError(f"{path}: not an lwx-edge index, or damaged ({e})") from None
+        if meta.get("format") != FORMAT or not {"id", "vector", "scale"} <= set(cols):
+            conn.close()
+            raise IndexFileError(f"{path}: not an lwx-edge index (format {meta.get('format')!r})")
+        if meta.get("format_version") != str(FORMAT_VERSION):
+            conn.close()
+            raise IndexFileError(f"{path}: index format version {meta.get('format_version')} "
+                                 f"(this lwx-edge reads version {FORMAT_VERSION})")
+        try:
+            meta["encoder"] = json.loads(meta["encoder"])
+            meta["text_contract"] = json.loads(meta["text_contract"])
+            int(meta["dim"])
+        except (KeyError, ValueError, TypeError):
+            conn.close()
+            raise IndexFileError(f"{path}: the index's meta table is damaged") from None
+        index = cls(path, conn, encoder, meta)
+        if encoder is not None:
+            try:
+                index._check_encoder(encoder)
+            except LwxError:
+                conn.close()
+                raise
+        return index
+
+    @classmethod
+    def _connect(cls, path: Path) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as e:
+            raise IndexFileError(f"{path}: cannot open the index ({e})") from None
+        return conn
+
+    @classmethod
+    def _create(cls, path: Path, encoder) -> Index:
+        from .bundle import atomic_file
+
+        dim = encoder.dim or len(encoder.embed("dimension probe"))
+        meta = {"format": FORMAT, "format_version": str(FORMAT_VERSION), "dim": str(int(dim)), "storage": "int8",
+                "encoder": json.dumps(encoder.identity(), sort_keys=True),
+                "text_contract": json.dumps(_contract(encoder), sort_keys=True)}
+        with atomic_file(path) as tmp:  # the schema appears whole or not at all
+            conn = sqlite3.connect(str(tmp))
+            conn.executescript("""
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE items (rowid INTEGER PRIMARY KEY, id NOT NULL UNIQUE, text TEXT,
+                                    metadata TEXT, vector BLOB NOT NULL, scale REAL NOT NULL);
+            """)
+            conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+            conn.commit()
+            conn.close()
+        return cls.open(path, encoder)
+
+    def _check_encoder(self, encoder) -> None:
+        recorded, ident = self.meta["encoder"], encoder.identity()
+        running = (ident.get("model_files") or {}).get(ident.get("artifact") or "") or ident.get("sha256")
+        ours = set((recorded.get("model_files") or {}).values()) | {recorded.get("sha256")}
+        what = ("model" if running not in ours else
+                "tokenizer" if recorded.get("tokenizer_sha256") != ident.get("tokenizer_sha256") else
+                "embedding size" if int(self.dim) != int(encoder.dim or self.dim) else None)
+        if what:
+            raise IndexFileError(
+                f"{self.path}: this index was built by another encoder ({what} differs: built with "
+                f"{str(recorded.get('sha256'))[:12]}... from {recorded.get('bundle', '?')}, this encoder is "
+                f"{str(ident.get('sha256'))[:12]}... from {ident.get('bundle', '?')}); its vectors are not "
+                "comparable: open it with that encoder, or rebuild the index with this one")
+
+    def close(self) -> None:
+        """Fold the WAL back into the file (so the file alone is the index) and close it."""
+        if self._conn is not None:
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.DatabaseError:
+                pass  # another connection is reading; its own close checkpoints
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            if self._conn is not None:
+                self._conn.close()
+        except Exception:
+            pass
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The open ``sqlite3`` connection, for reading (write through the Index, or its cache goes stale)."""
+        if self._conn is None:
+            raise IndexFileError(f"{self.path}: the index is closed")
+        return self._conn
+
+    # ------------------------------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM items").fetchone()[0])
+
+    def __contains__(self, item_id) -> bool:
+        return self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is not None
+
+    def get(self, item_id) -> dict | None:
+        """``{"id", "text", "metadata"}`` of one item, or None."""
+        row = self.conn.execute("SELECT id, text, metadata FROM items WHERE id = ?", (item_id,)).fetchone()
+        return None if row is None else {"id": row[0], "text": row[1], "metadata": _load_meta(row[2])}
+
+    def info(self) -> dict:
+        """What the file holds: count, dimension, storage, size, the encoder and text contract."""
+        size = self.path.stat().st_size + sum(p.stat().st_size for p in
+                                              (self.path.with_name(self.path.name + s) for s in ("-wal",))
+                                              if p.exists())
+        return {"path": str(self.path), "format": FORMAT, "format_version": FORMAT_VERSION, "items": len(self),
+                "dim": self.dim, "storage": self.meta.get("storage", "int8"), "bytes": size,
+                "encoder": self.meta["encoder"], "text_contract": self.meta["text_contract"]}
+
+    # ------------------------------------------------------------------------------------------ writing
+    def add(self, ids, texts: Sequence[str], metadata: Sequence[dict | None] | None = None, *,
+            store_text: bool = True, batch_size: int = _DEFAULT_BATCH, progress: bool | None = None) -> int:
+        """Embed and insert new items, ``batch_size`` per transaction. Refuses (before any change) ids that
+        are repeated or already in the index; use :meth:`upsert` to replace. Returns the number added."""
+        return self._write(ids, texts, metadata, replace=False, store_text=store_text, batch_size=batch_size,
+                           progress=progress)
+
+    def upsert(self, ids, texts: Sequence[str], metadata: Sequence[dict | None] | None = None, *,
+               store_text: bool = True, batch_size: int = _DEFAULT_BATCH, progress: bool | None = None) -> int:
+        """Insert new items and replace existing ones with the same id (text, metadata and vector)."""
+        return self._write(ids, texts, metadata, replace=True, store_text=store_text, batch_size=batch_size,
+                           progress=progress)
+
+    def add_vectors(self, ids, vectors: np.ndarray, texts: Sequence[str] | None = None,
+                    metadata: Sequence[dict | None] | None = None, *, replace: bool = False,
+                    batch_size: int = 10_000) -> int:
+        """Insert items whose vectors are already computed (by this encoder: ``[n, dim]``, unit length).
+        ``replace=True`` upserts. Same checks and transactions as :meth:`add`."""
+        v = np.asarray(vectors, dtype=np.float32)
+        if v.ndim != 2 or v.shape[1] != self.dim:
+            raise InputError(f"vectors must have shape [n, {self.dim}], got {v.shape}")
+        if not np.isfinite(v).all():
+            raise InputError("vectors contain NaN or infinite values")
+        return self._write(ids, texts, metadata, replace=replace, store_text=texts is not None,
+                           batch_size=batch_size, progress=False, vectors=v)
+
+    def delete(self, ids) -> int:
+        """Remove items by id, in one transaction; refuses (removing nothing) if any id is unknown."""
+        ids = _ids(ids)
+        missing = [i for i in ids if i not in self]
+        if missing:
+            raise InputError(f"{self.path}: no item with id {_shown(missing)}; nothing was deleted")
+        with self._transaction():
+            rows = [r for (r,) in self._rowids(ids)]
+            self.conn.executemany("DELETE FROM items WHERE rowid = ?", [(r,) for r in rows])
+        self._drop_cached(rows)
+        return len(rows)
+
+    def _write(self, ids, texts, metadata, *, replace, store_text, batch_size, progress, vectors=None) -> int:
+        if self.encoder is None and vectors is None:
+            raise InputError(f"{self.path}: opened without an encoder; Index.open(path, encoder) to add items")
+        ids = _ids(ids)
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = [None] * len(ids) if texts is None else list(texts)
+        if len(texts) != len(ids):
+            raise InputError(f"got {len(ids)} ids and {len(texts)} texts; they must pair up")
+        if vectors is not None and len(vectors) != len(ids):
+            raise InputError(f"got {len(ids)} ids and {len(vectors)} vectors; they must pair up")
+        metadata = [None] * len(ids) if metadata is None else list(metadata)
+        if len(metadata) != len(ids):
+            raise InputError(f"got {len(ids)} ids and {len(metadata)} metadata entries; they must pair up")
+        for i, m in enumerate(metadata):
+            if m is not None and not isinstance(m, dict):
+                raise InputError(f"metadata {i} must be a dict or None, got {type(m).__name__}")
+        blobs = [None if m is None else json.dumps(m, ensure_ascii=False, sort_keys=True) for m in metadata]
+        dup = _duplicates(ids)
+        if dup:
+            raise InputError(f"ids repeat within this call: {_shown(dup)}; nothing was added")
+        if not replace:
+            existing = [i for i in ids if i in self]
+            if existing:
+                raise InputError(f"{self.path}: ids already in the index: {_shown(existing)}; nothing was "
+                                 "added (use upsert to replace them)")
+        if vectors is None and texts:
+            self.encoder.tokenizer.check(texts)  # every text checked before anything is written
+        starts = range(0, len(ids), batch_size)
+        if progress or (progress is None and len(ids) > 5 * batch_size):
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc=f"index {self.path.name}", unit="batch")
+        for s in starts:
+            sl = slice(s, s + batch_size)
+            v = vectors[sl] if vectors is not None else self.encoder.embed(texts[sl], truncation="ignore")
+            q, scale = quantize(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12))
+            rows = [(i, t if store_text else None, m, v.tobytes(), float(c))
+                    for i, t, m, v, c in zip(ids[sl], texts[sl], blobs[sl], q, scale)]
+            with self._transaction():
+                old = [r for (r,) in self._rowids(ids[sl])] if replace else []
+                if old:
+                    self.conn.executemany("DELETE FROM items WHERE rowid = ?", [(r,) for r in old])
+                top = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM items").fetchone()[0]
+                self.conn.executemany("INSERT INTO items (id, text, metadata, vector, scale) VALUES (?, ?, ?, ?, ?)",
+                                      rows)  # one writer: the new rows take the rowids above the old maximum
+                new = [r for (r,) in self.conn.execute("SELECT rowid FROM items WHERE rowid > ? ORDER BY rowid",
+                                                       (top,))]
+            self._drop_cached(old)
+            self._append_cached(np.array(new, dtype=np.int64), q, scale)
+        return len(ids)
+
+    def _rowids(self, ids: list) -> Iterable[tuple[int]]:
+        out = []
+        for s in range(0, len(ids), 500):
+            part = ids[s:s + 500]
+            out += self.conn.execute(f"SELECT rowid FROM items WHERE id IN ({','.join('?' * len(part))})",
+                                     part).fetchall()
+        return out
+
+    class _Tx:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def __enter__(self):
+            self.conn.execute("BEGIN IMMEDIATE")
+
+        def __exit__(self, exc_type, *exc):
+            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+    def _transaction(self) -> _Tx:
+        return Index._Tx(self.conn)
+
+    # ------------------------------------------------------------------------------------------ the cache
+    def _vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rowids, int8 vectors, scales), reloaded when another connection has committed since."""
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._cache is None or version != self._version:
+            rows = self.conn.execute("SELECT rowid, vector, scale FROM items ORDER BY rowid").fetchall()
+            n = len(rows)
+            q = np.empty((n, self.dim), dtype=np.int8)
+            for k, (_, blob, _) in enumerate(rows):
+                if len(blob) != self.dim:
+                    raise IndexFileError(f"{self.path}: item rowid {rows[k][0]} has a {len(blob)}-byte vector "
+                                         f"(the index stores {self.dim}); the file is damaged")
+                q[k] = np.frombuffer(blob, dtype=np.int8)
+            self._cache = (np.fromiter((r[0] for r in rows), dtype=np.int64, count=n), q,
+                           np.fromiter((r[2] for r in rows), dtype=np.float32, count=n))
+            self._version = version
+        return self._cache
+
+    def _append_cached(self, rowids, q, scale) -> None:
+        if self._cache is not None:
+            r, v, s = self._cache
+            self._cache = (np.concatenate([r, rowids]), np.concatenate([v, q]), np.concatenate([s, scale]))
+
+    def _drop_cached(self, rowids) -> None:
+        if self._cache is not None and len(rowids):
+            r, v, s = self._cache
+            keep = ~np.isin(r, np.asarray(rowids, dtype=np.int64))
+            self._cache = (r[keep], v[keep], s[keep])
+
+    # ------------------------------------------------------------------------------------------ search
+    def search(self, query, top_k: int = 10, where: dict | None = None) -> list[Hit] | list[list[Hit]]:
+        """The ``top_k`` items nearest to ``query`` (a text, or a unit vector), best first; a list of
+        queries gives a list of lists. ``where={"key": value, ...}`` keeps items whose metadata has those
+        values."""
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise InputError(f"top_k must be a positive integer, got {top_k!r}")
+        single = isinstance(query, str) or (isinstance(query, np.ndarray) and query.ndim == 1)
+        qv = self._query_vectors(query)
+        rowids, q, scale = self._vectors()
+        if where:
+            allowed = self._where(where)
+            keep = np.isin(rowids, allowed)
+            rowids, q, scale = rowids[keep], q[keep], scale[keep]
+        k = min(top_k, len(rowids))
+        if k == 0:
+            return [] if single else [[] for _ in range(len(qv))]
+        best_s = np.full((len(qv), 0), -np.inf, dtype=np.float32)
+        best_i = np.zeros((len(qv), 0), dtype=np.int64)
+        for s in range(0, len(rowids), _CHUNK_ROWS):
+            scores = (q[s:s + _CHUNK_ROWS].astype(np.float32) @ qv.T).T * scale[s:s + _CHUNK_ROWS]
+            cand_s = np.concatenate([best_s, scores], axis=1)
+            cand_i = np.concatenate([best_i, np.broadcast_to(np.arange(s, s + scores.shape[1]), scores.shape)], axis=1)
+            if cand_s.shape[1] > k:
+                # the k best; of the scores equal to the k-th best, the first columns: best_* is kept sorted
+                # (score down, row up) and holds lower rows than this chunk, so columns follow rows among ties
+                kth = -np.partition(-cand_s, k - 1, axis=1)[:, k - 1:k]
+                above, eq = cand_s > kth, cand_s == kth
+                take = above | (eq & (np.cumsum(eq, axis=1) <= k - above.sum(axis=1, keepdims=True)))
+                cand_s, cand_i = cand_s[take].reshape(-1, k), cand_i[take].reshape(-1, k)
+            order = np.argsort(-cand_s, axis=1, kind="stable")  # equal scores: lower row first
+            best_s, best_i = np.take_along_axis(cand_s, order, 1), np.take_along_axis(cand_i, order, 1)
+        rows = self._rows(rowids[np.unique(best_i)])
+        out = [[Hit(*rows[int(rowids[i])][:1], float(sc), *rows[int(rowids[i])][1:])
+                for i, sc in zip(ii, ss)] for ii, ss in zip(best_i, best_s)]
+        return out[0] if single else out
+
+    def _query_vectors(self, query) -> np.ndarray:
+        if isinstance(query, np.ndarray):
+            v = np.asarray(query, dtype=np.float32).reshape(-1, query.shape[-1])
+            if v.shape[1] != self.dim:
+                raise InputError(f"query vectors have {v.shape[1]} dimensions, the index {self.dim}")
+            return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        if self.encoder is None:
+            raise InputError(f"{self.path}: opened without an encoder; pass vectors or Index.open(path, encoder)")
+        texts = [query] if isinstance(query, str) else list(query)
+        if not texts:
+            raise InputError("no queries given")
+        return self.encoder.embed(texts, truncation="ignore")
+
+    def _where(self, where: dict) -> np.ndarray:
+        if not isinstance(where, dict):
+            raise InputError(f"where must be a dict of metadata values, got {type(where).__name__}")
+        clauses, args = [], []
+        for key, value in where.items():
+            if not isinstance(key, str) or not key.replace("_", "").isalnum():
+                raise InputError(f"where keys must be metadata names (letters, digits, _), got {key!r}")
+            if isinstance(value, (dict, list)):
+                raise InputError(f"where[{key!r}]: only plain values (text, numbers, true/false, null) match")
+            if value is None:
+                clauses.append(f"json_extract(metadata, '$.{key}') IS NULL")
+            else:
+                clauses.append(f"json_extract(metadata, '$.{key}') = ?")
+                args.append(int(value) if isinstance(value, bool) else value)
+        sql = "SELECT rowid FROM items WHERE " + " AND ".join(clauses)
+        return np.array([r for (r,) in self.conn.execute(sql, args).fetchall()], dtype=np.int64)
+
+    def _rows(self, rowids: np.ndarray) -> dict[int, tuple]:
+        out = {}
+        ids = [int(r) for r in rowids]
+        for s in range(0, len(ids), 500):
+            part = ids[s:s + 500]
+            for rowid, item_id, text, meta in self.conn.execute(
+                    f"SELECT rowid, id, text, metadata FROM items WHERE rowid IN ({','.join('?' * len(part))})", part):
+                out[rowid] = (item_id, text, _load_meta(meta))
+        return out
+
+
+def _load_meta(blob: str | None) -> dict | None:
+    if blob is None:
+        return None
+    try:
+        return json.loads(blob)
+    except ValueError:
+        return None
