@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -148,10 +149,15 @@ class ExecuTorchBackend:
 
 
 def _set_threads(threads: int | None) -> None:
-    """Reset the process-wide thread pool to ``threads`` (before ``load_method``: XNNPACK keeps the pool it
-    saw); only when the count changes. Call with ``_RUNTIME_LOCK`` held."""
+    """Size the process-wide thread pool once, at the first load that asks (before ``load_method``: XNNPACK
+    keeps the pool it saw). Resetting it again while another encoder runs crashed (issue 17) or deadlocked, so a
+    later, different request keeps the pool and says so. Call with ``_RUNTIME_LOCK`` held."""
     global _pool_threads
     if not threads or threads == _pool_threads:
+        return
+    if _pool_threads is not None:
+        warnings.warn(f"ExecuTorch's thread pool is process-wide and already has {_pool_threads} thread(s); "
+                      f"this encoder shares it (threads={threads} ignored)", UserWarning, stacklevel=4)
         return
     try:
         from executorch.extension.pybindings import portable_lib
