@@ -37,7 +37,8 @@ from .errors import InputError, LwxError
 __all__ = ["Index", "Hit", "IndexFileError", "quantize", "dequantize"]
 
 FORMAT, FORMAT_VERSION = "lwx-edge-index", 1
-_CHUNK_ROWS = 4096          # rows dequantized at once: 4096 x 512 float32 = 8 MB
+_CHUNK_ROWS = 2048          # rows dequantized at once: 2048 x 512 float32 = 4 MB (fits in cache)
+_SCORE_BLOCK = 1 << 22      # scores held at once (queries x items): 16 MB of float32
 _DEFAULT_BATCH = 256        # texts embedded and committed per transaction
 
 
@@ -415,25 +416,34 @@ class Index:
         k = min(top_k, len(rowids))
         if k == 0:
             return [] if single else [[] for _ in range(len(qv))]
-        best_s = np.full((len(qv), 0), -np.inf, dtype=np.float32)
-        best_i = np.zeros((len(qv), 0), dtype=np.int64)
-        for s in range(0, len(rowids), _CHUNK_ROWS):
-            scores = (q[s:s + _CHUNK_ROWS].astype(np.float32) @ qv.T).T * scale[s:s + _CHUNK_ROWS]
-            cand_s = np.concatenate([best_s, scores], axis=1)
-            cand_i = np.concatenate([best_i, np.broadcast_to(np.arange(s, s + scores.shape[1]), scores.shape)], axis=1)
-            if cand_s.shape[1] > k:
-                # the k best; of the scores equal to the k-th best, the first columns: best_* is kept sorted
-                # (score down, row up) and holds lower rows than this chunk, so columns follow rows among ties
-                kth = -np.partition(-cand_s, k - 1, axis=1)[:, k - 1:k]
-                above, eq = cand_s > kth, cand_s == kth
-                take = above | (eq & (np.cumsum(eq, axis=1) <= k - above.sum(axis=1, keepdims=True)))
-                cand_s, cand_i = cand_s[take].reshape(-1, k), cand_i[take].reshape(-1, k)
-            order = np.argsort(-cand_s, axis=1, kind="stable")  # equal scores: lower row first
-            best_s, best_i = np.take_along_axis(cand_s, order, 1), np.take_along_axis(cand_i, order, 1)
-        rows = self._rows(rowids[np.unique(best_i)])
+        best_s, best_i = [], []
+        per_block = max(1, _SCORE_BLOCK // len(rowids))  # queries scored at once: scores stay under 16 MB
+        for b in range(0, len(qv), per_block):
+            scores = self._scores(qv[b:b + per_block], q, scale)
+            for row in scores:  # the k best; among equal scores the lower row first (the JVM agrees)
+                kth = -np.partition(-row, k - 1)[k - 1] if len(row) > k else -np.inf
+                above = np.flatnonzero(row > kth)
+                tied = np.flatnonzero(row == kth)[:k - len(above)]
+                idx = np.concatenate([above, tied])
+                idx = idx[np.argsort(-row[idx], kind="stable")] if len(idx) else idx
+                best_i.append(idx[:k] if len(row) <= k else idx)
+                best_s.append(row[best_i[-1]])
+        rows = self._rows(rowids[np.unique(np.concatenate(best_i))])
         out = [[Hit(*rows[int(rowids[i])][:1], float(sc), *rows[int(rowids[i])][1:])
                 for i, sc in zip(ii, ss)] for ii, ss in zip(best_i, best_s)]
         return out[0] if single else out
+
+    @staticmethod
+    def _scores(qv: np.ndarray, q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """[m, n] cosine scores of unit queries against the int8 rows, dequantized a chunk at a time."""
+        out = np.empty((len(qv), len(q)), dtype=np.float32)
+        chunk = np.empty((min(_CHUNK_ROWS, len(q)), q.shape[1]), dtype=np.float32)
+        for s in range(0, len(q), _CHUNK_ROWS):
+            m = min(_CHUNK_ROWS, len(q) - s)
+            np.copyto(chunk[:m], q[s:s + m], casting="unsafe")
+            np.matmul(qv, chunk[:m].T, out=out[:, s:s + m])
+        out *= scale
+        return out
 
     def _query_vectors(self, query) -> np.ndarray:
         if isinstance(query, np.ndarray):
