@@ -47,17 +47,9 @@ def app_texts(n: int, seed: int = 0) -> list[str]:
     import random
 
     sys.path.insert(0, str(ROOT / "tools"))
-    from bench_runtime import _translation_lines
+    from bench_runtime import stream_texts
 
-    out = []
-    for lang in ("en", "fr", "de", "es", "it"):
-        key, seen = f"Description-{lang}: ", {}
-        for line in _translation_lines(lang):
-            if line.startswith(key):
-                seen[line[len(key):]] = None
-                if len(seen) == n // 5:
-                    break
-        out += list(seen)
+    out = stream_texts(per_lang=n // 5)
     if len(out) < n:
         raise SystemExit("the apt lists hold too few package descriptions: run "
                          "apt-get update -o Acquire::Languages=en,fr,de,es,it")
