@@ -23,10 +23,11 @@ are held in memory (dim bytes per item) and scored in chunks of float32, so memo
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -357,18 +358,16 @@ class Index:
                                      part).fetchall()
         return out
 
-    class _Tx:
-        def __init__(self, conn):
-            self.conn = conn
-
-        def __enter__(self):
-            self.conn.execute("BEGIN IMMEDIATE")
-
-        def __exit__(self, exc_type, *exc):
-            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
-
-    def _transaction(self) -> _Tx:
-        return Index._Tx(self.conn)
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction: committed when the block ends, rolled back if it raises."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
 
     # ------------------------------------------------------------------------------------------ the cache
     def _vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -425,8 +424,7 @@ class Index:
                 above = np.flatnonzero(row > kth)
                 tied = np.flatnonzero(row == kth)[:k - len(above)]
                 idx = np.concatenate([above, tied])
-                idx = idx[np.argsort(-row[idx], kind="stable")] if len(idx) else idx
-                best_i.append(idx[:k] if len(row) <= k else idx)
+                best_i.append(idx[np.argsort(-row[idx], kind="stable")])
                 best_s.append(row[best_i[-1]])
         rows = self._rows(rowids[np.unique(np.concatenate(best_i))])
         out = [[Hit(*rows[int(rowids[i])][:1], float(sc), *rows[int(rowids[i])][1:])
