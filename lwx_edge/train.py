@@ -65,6 +65,7 @@ class TrainConfig:
     dev_xsr: list[str] = field(default_factory=list)      # more parallel dev files (dev.*.tsv): P@1, always capped
     out_dir: str = "runs/lwx"
     tokenizer: str | None = None                          # reuse a SentencePiece model; else train one
+    init_from: str | None = None                          # start from this bundle's encoder (and tokenizer)
     vocab_size: int = 16000
     model: ModelConfig = field(default_factory=ModelConfig)
     train_max_len: int = 200                              # tokens per side while training
@@ -380,6 +381,7 @@ class Trainer:
             raise LwxError(f"unknown schedule {cfg.schedule!r} (use 'paper' or 'linear')")
         torch.manual_seed(cfg.seed)
 
+        start = self._start_weights() if cfg.init_from else None
         pairs = _read_pairs(cfg.corpus, self.log)
         mono_texts = _read_mono(cfg.mono, cfg.mono_max_per_lang, cfg.seed) if (cfg.mono and use_teacher and cfg.weights.mono) else []
         self.tokenizer_path = self._tokenizer(pairs, mono_texts)
@@ -416,7 +418,11 @@ class Trainer:
                            f"d_model ({cfg.model.d_model}); use kd_space=projection")
         self.model = DualEncoderModel(cfg.model, teacher_dim if cfg.kd_space == "projection" else None
                                       ).to(self.device)
-        if use_teacher and cfg.token_init == "teacher" and not (resume and (self.out / "checkpoint").exists()):
+        resuming = resume and (self.out / "checkpoint").exists()
+        if start is not None and not resuming:
+            self.model.encoder.load_state_dict({k: torch.from_numpy(v) for k, v in start.items()})
+            self.log(f"encoder initialised from {cfg.init_from}")
+        elif use_teacher and cfg.token_init == "teacher" and not resuming:
             self._init_from_teacher()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                           amsgrad=True)
@@ -441,6 +447,31 @@ class Trainer:
     def _barrier(self) -> None:
         if self.world > 1:
             dist.barrier()
+
+    def _start_weights(self) -> dict[str, np.ndarray]:
+        """The encoder weights of ``init_from``; its architecture and tokenizer become the run's (the tokenizer
+        is copied into the run directory, so a resumed run reads the same one)."""
+        from .bundle import TOKENIZER, atomic_file
+        from .warmstart import encoder_weights
+
+        state, config, bundle = encoder_weights(self.cfg.init_from)
+        theirs = Tokenizer(bundle.file(TOKENIZER))
+        if self.cfg.tokenizer and Tokenizer(self.cfg.tokenizer).sha256 != theirs.sha256:
+            raise LwxError(f"--tokenizer differs from the tokenizer of init_from {self.cfg.init_from}; "
+                           "drop --tokenizer (the bundle's is used)")
+        mine = {k: v for k, v in self.cfg.model.to_dict().items() if k not in ("vocab_size", "dropout")}
+        other = {k: v for k, v in config.to_dict().items() if k in mine}
+        if mine != other:
+            diff = {k: (mine[k], other[k]) for k in mine if mine[k] != other[k]}
+            raise LwxError(f"init_from {self.cfg.init_from}: its architecture differs from the config's "
+                           f"(config vs bundle: {diff})")
+        path = self.out / TOKENIZER
+        if self.rank == 0 and not (path.exists() and Tokenizer(path).sha256 == theirs.sha256):
+            with atomic_file(path) as tmp:
+                tmp.write_bytes(bundle.file(TOKENIZER).read_bytes())
+        self._barrier()
+        self.cfg.tokenizer = str(path)
+        return state
 
     def _tokenizer(self, pairs, mono_texts) -> Path:
         if self.cfg.tokenizer:

@@ -20,6 +20,8 @@ def train(
                                        "retrieval P@1, averaged with --dev-docs' to pick the best checkpoint."),
     config: Optional[Path] = typer.Option(None, "--config", help="JSON file with TrainConfig fields."),
     tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="Reuse this SentencePiece model."),
+    init_from: Optional[Path] = typer.Option(None, "--init-from", help="Start from this bundle's encoder and "
+                                             "tokenizer (a training bundle, or an exported int8 one such as the default)."),
     vocab_size: Optional[int] = typer.Option(None, "--vocab-size", help="SentencePiece vocabulary (default 16000)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Global batch in pairs (default 128)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Peak learning rate (default 1e-3)."),
@@ -52,7 +54,7 @@ def train(
         cfg.dev_pairs = [str(p) for p in dev_pairs]
     if dev_xsr:
         cfg.dev_xsr = [str(p) for p in dev_xsr]
-    for name, value in [("dev_docs", dev_docs), ("tokenizer", tokenizer), ("vocab_size", vocab_size),
+    for name, value in [("dev_docs", dev_docs), ("tokenizer", tokenizer), ("init_from", init_from), ("vocab_size", vocab_size),
                         ("batch_size", batch_size), ("lr", lr), ("epochs", epochs), ("max_steps", max_steps),
                         ("max_time", max_time), ("teacher", teacher), ("device", device), ("seed", seed),
                         ("threads", threads)]:

@@ -1,0 +1,100 @@
+"""Warm start: the encoder weights of an existing bundle, to continue training from a shipped model.
+
+A training bundle carries its fp32 weights (``model.safetensors``). An exported bundle such as the shipped
+default carries only int8 artefacts; its ONNX program is read back here: every ``MatMulInteger`` weight is
+dequantized (``(q - zero_point) · scale`` per output channel) and named by the ``*.bias`` initializer its
+output is added to, the 8-bit embedding tables likewise, LayerNorms and biases as stored. The result is the
+int8 model in fp32 (cosine to the program's own output ≈ 0.9999), which training then moves on from; the
+warm-start test checks that parity, so a change of the ONNX graph cannot silently scramble the weights.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+
+import numpy as np
+
+from . import bundle as B
+from .errors import BundleError
+from .model import ModelConfig
+
+ONNX_INT8 = "model.int8.onnx"
+
+
+def encoder_weights(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], ModelConfig, B.Bundle]:
+    """(encoder state as fp32 arrays, model config, bundle) of the bundle at ``path`` (``"default"``: the
+    shipped default): its fp32 weights when it has them, else its int8 ONNX program dequantized."""
+    if str(path) == "default":
+        from .encoder import default_model_path
+
+        path = default_model_path()
+    bundle = B.Bundle.load(path)
+    try:
+        config = ModelConfig.from_dict(bundle.config["model"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise BundleError(f"{bundle.path}: config.json has no valid model section ({e})") from None
+    if bundle.has(B.WEIGHTS):
+        from safetensors.numpy import load_file
+
+        state = load_file(str(bundle.file(B.WEIGHTS)))
+    elif bundle.has(ONNX_INT8):
+        state = dequantize_onnx(bundle.file(ONNX_INT8))
+    else:
+        raise BundleError(f"{bundle.path}: no weights to start from (neither {B.WEIGHTS} nor {ONNX_INT8})")
+    return state, config, bundle
+
+
+def dequantize_onnx(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The encoder state dict (torch names and layouts) of an int8 ONNX program written by ``export``."""
+    import onnx
+    from onnx import numpy_helper
+
+    try:
+        graph = onnx.load(str(path)).graph
+    except Exception as e:  # protobuf raises several types for a corrupt file
+        raise BundleError(f"{path}: not a readable ONNX model ({e})") from None
+    init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def dequant(prefix: str, axis: int | None) -> np.ndarray:
+        q = init[f"{prefix}_quantized"].astype(np.float32)
+        zp = init[f"{prefix}_zero_point"].astype(np.float32)
+        scale = init[f"{prefix}_scale"].astype(np.float32)
+        if axis is not None and scale.ndim:  # per output channel of an [in, out] matrix
+            return (q - zp[None, :]) * scale[None, :]
+        return (q - zp) * scale
+
+    def bias_after(node) -> str:
+        """Name of the ``*.bias`` initializer added to this node's output (searched a few nodes down)."""
+        queue, seen = deque([(node, 0)]), set()
+        while queue:
+            n, depth = queue.popleft()
+            for name in n.input:
+                if n.op_type == "Add" and name.endswith(".bias") and name in init:
+                    return name
+            if depth < 6:
+                for out in n.output:
+                    for nxt in consumers.get(out, []):
+                        if id(nxt) not in seen:
+                            seen.add(id(nxt))
+                            queue.append((nxt, depth + 1))
+        raise BundleError(f"{path}: cannot tell which layer an int8 weight belongs to")
+
+    state = {name: value.astype(np.float32) for name, value in init.items()
+             if name.endswith((".bias", ".weight")) and value.dtype == np.float32}
+    for table in ("tok", "pos"):
+        if f"{table}.weight_quantized" not in init:
+            raise BundleError(f"{path}: no 8-bit {table} embedding table; not an lwx-edge int8 export")
+        state[f"{table}.weight"] = dequant(f"{table}.weight", axis=None)
+    for node in graph.node:
+        if node.op_type != "MatMulInteger":
+            continue
+        weight = node.input[1]
+        if not weight.endswith("_quantized"):
+            raise BundleError(f"{path}: unexpected int8 weight {weight!r}")
+        layer = bias_after(node)[: -len(".bias")]
+        state[f"{layer}.weight"] = np.ascontiguousarray(dequant(weight[: -len("_quantized")], axis=1).T)
+    return state

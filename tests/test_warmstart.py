@@ -1,0 +1,69 @@
+"""Warm start (``init_from``): the weights of a training bundle or of an exported int8 bundle, read back."""
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from lwx_edge.errors import BundleError, LwxError
+from lwx_edge.model import SentenceEncoder
+from lwx_edge.train import Trainer, train
+from lwx_edge.warmstart import encoder_weights
+from test_train import tiny_config
+
+TEXTS = ["Hello, how are you?", "Un éditeur de texte", "Wo ist der Bahnhof?", "see you tomorrow at the dentist",
+         "¿Dónde está la farmacia?", "x"]
+
+
+def test_the_int8_onnx_program_of_the_default_reads_back_as_its_own_encoder():
+    from lwx_edge import Encoder
+    from lwx_edge.runtime.torch_backend import TorchBackend
+
+    state, config, bundle = encoder_weights("default")
+    encoder = SentenceEncoder(config)
+    assert set(state) == set(encoder.state_dict())
+    encoder.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    onnx = Encoder.load(backend="onnx")
+    ids, mask = onnx.tokenizer.pad(onnx.tokenizer.encode(TEXTS).ids)
+    ours = TorchBackend(encoder).run(ids, mask)
+    ours /= np.linalg.norm(ours, axis=1, keepdims=True)
+    theirs = onnx.embed(TEXTS)
+    assert (ours * theirs).sum(1).min() > 0.9995  # the int8 program's own rounding is all that differs
+    # distinct texts stay distinct: a scrambled layer mapping would not give this parity
+    assert (ours @ theirs.T)[~np.eye(len(TEXTS), dtype=bool)].max() < 0.99
+
+
+def test_training_continues_from_a_bundle_with_its_tokenizer(tiny_corpus, tmp_path):
+    train(tiny_config(tiny_corpus, tmp_path / "first", max_steps=3))
+    start, _, _ = encoder_weights(tmp_path / "first" / "bundle")
+    cfg = tiny_config(tiny_corpus, tmp_path / "second", max_steps=3, tokenizer=None,
+                      init_from=str(tmp_path / "first" / "bundle"))
+    trainer = Trainer(cfg)
+    for name, value in trainer.model.encoder.state_dict().items():
+        assert torch.equal(value, torch.from_numpy(start[name])), name
+    copied = tmp_path / "second" / "tokenizer.model"
+    assert copied.read_bytes() == (tmp_path / "first" / "bundle" / "tokenizer.model").read_bytes()
+    assert cfg.tokenizer == str(copied)  # a resumed run reads the copy, whatever happens to the source bundle
+
+
+def test_init_from_refuses_another_architecture_tokenizer_or_a_bundle_without_weights(tiny_corpus, tmp_path):
+    train(tiny_config(tiny_corpus, tmp_path / "first", max_steps=2))
+    source = tmp_path / "first" / "bundle"
+    wider = tiny_config(tiny_corpus, tmp_path / "a", init_from=str(source), tokenizer=None)
+    wider.model.d_ff = 96
+    with pytest.raises(LwxError, match=r"architecture differs .*'d_ff': \(96, 64\)"):
+        Trainer(wider)
+    from lwx_edge.encoder import default_model_path
+
+    other_tok = tiny_config(tiny_corpus, tmp_path / "b", init_from=str(source),
+                            tokenizer=str(default_model_path() / "tokenizer.model"))
+    with pytest.raises(LwxError, match="--tokenizer differs from the tokenizer of init_from"):
+        Trainer(other_tok)
+    empty = tmp_path / "empty"
+    shutil.copytree(source, empty)
+    (empty / "model.safetensors").unlink()
+    from lwx_edge.bundle import write_manifest
+
+    write_manifest(empty)
+    with pytest.raises(BundleError, match="no weights to start from"):
+        encoder_weights(empty)
