@@ -61,6 +61,9 @@ def test_batches_are_deterministic_and_cover_an_epoch():
 def test_ddp_slices_are_contiguous_and_checked():
     batch = {"a": np.arange(8), "b": np.arange(8) * 10}
     assert slice_rows(batch, 1, 2)["b"].tolist() == [40, 50, 60, 70]
+    # the monolingual rows are a batch of their own size: each rank gets its half of them too
+    mixed = {"ids_a": np.arange(8), "mono_ids": np.arange(4) + 100}
+    assert [slice_rows(mixed, r, 2)["mono_ids"].tolist() for r in (0, 1)] == [[100, 101], [102, 103]]
     with pytest.raises(ValueError, match="not divisible"):
         slice_rows(batch, 0, 3)
 

@@ -145,9 +145,12 @@ class MonoBatcher:
 
 
 def slice_rows(batch: dict[str, np.ndarray], rank: int, world: int) -> dict[str, np.ndarray]:
-    """This rank's contiguous share of a global batch (DDP)."""
-    n = len(next(iter(batch.values())))
-    if n % world:
-        raise InputError(f"global batch {n} is not divisible by the world size {world}")
-    k = n // world
-    return {key: v[rank * k:(rank + 1) * k] for key, v in batch.items()}
+    """This rank's contiguous share of every array of a global batch (DDP). Each array is cut by its own
+    length: the monolingual rows (``mono_*``) are a batch of another size than the pairs."""
+    out = {}
+    for key, v in batch.items():
+        if len(v) % world:
+            raise InputError(f"global batch {len(v)} ({key}) is not divisible by the world size {world}")
+        k = len(v) // world
+        out[key] = v[rank * k:(rank + 1) * k]
+    return out
