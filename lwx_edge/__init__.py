@@ -2,7 +2,7 @@
 
 Light imports only: ``import lwx_edge`` never imports torch.
 """
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["Encoder", "Index", "__version__"]
 

@@ -1,166 +1,64 @@
-"""The model bundle: one directory a user can copy (torch-free).
+"""The model bundle: one directory a user can copy (torch-free). This module owns its layout.
 
-    config.json        architecture + bundle format version
+    config.json        architecture, embedding size, pooling, and the text contract (``tokenizer``: the
+                       normalisation rules and casing the texts get before SentencePiece)
     model.safetensors  encoder weights (never pickle)
     tokenizer.model    the SentencePiece model
-    manifest.json      sha256 and size of every other file, versions, how the model was trained
+    parity.json        the export's parity report (``lwx_edge.export``)
+    model.*            exported models: the names each backend declares (``lwx_edge.runtime``)
+    manifest.json      sha256 and size of every other file, versions, how the model was trained,
+                       one entry per exported model under ``artifacts``
 
-Writes are atomic: a bundle is assembled in a temporary sibling directory and renamed into place;
-single files are written to a temporary file and renamed.
+``FORMAT_VERSION`` rises when this contract changes. Version 1 bundles (their text contract was implied, not
+read) are upgraded when read (:func:`upgrade`), in memory; a rewrite of their manifest writes the upgraded
+config.json too. Any other version is refused with a ``BundleError``.
+Writes are atomic (:mod:`lwx_edge._io`).
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
-import shutil
-import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
+from . import text
+from ._version import __version__
+from ._io import (atomic_dir, atomic_file, recover_dir, sha256_file, write_json_atomic,  # noqa: F401
+                  write_text_atomic)
 from .errors import BundleError, InputError
 
 FORMAT = "lwx-edge-bundle"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 CONFIG = "config.json"
 MANIFEST = "manifest.json"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "tokenizer.model"
+PARITY = "parity.json"
+POOLING = "mean"
+# What a manifest says about its own layout; the rest (training, artifacts, source, results) describes the model.
+LAYOUT_KEYS = ("format", "format_version", "lwx_edge_version", "created", "files")
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def text_contract(lowercase: bool = True) -> dict:
+    """config.json's ``tokenizer`` section: how texts are turned into the tokenizer's input."""
+    return {"type": "sentencepiece", "file": TOKENIZER, "normalization": text.RULES, "lowercase": lowercase}
 
 
-@contextlib.contextmanager
-def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds.
-
-    A symlink is followed (its target is replaced, the link kept); a FIFO, device or pipe (``/dev/stdout``,
-    ``-o >(cmd)``) is written through once the block succeeds, never replaced by a regular file."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory (give a file name)")
-    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-        with _temporary(Path(tempfile.gettempdir()), path.name) as tmp:
-            yield tmp
-            try:
-                with open(tmp, "rb") as src, open(path, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-            except OSError as e:
-                raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-        return
-    path = path.resolve() if path.is_symlink() else path
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"{path}: cannot create its directory ({e.strerror or e})") from None
-    with _temporary(path.parent, path.name) as tmp:
-        yield tmp
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a bundle is meant to be copied and shared
-        _fsync(tmp)
-        try:
-            os.replace(tmp, path)
-        except OSError as e:
-            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
-        _fsync(path.parent)
+def make_config(model: dict, embedding_dim: int) -> dict:
+    """The config.json of a new bundle."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "model": dict(model),
+            "tokenizer": text_contract(), "embedding_dim": embedding_dim, "pooling": POOLING}
 
 
-@contextlib.contextmanager
-def _temporary(directory: Path, name: str) -> Iterator[Path]:
-    """A temporary file in ``directory``, removed unless the block moved it away."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    except OSError as e:
-        raise InputError(f"{directory / name}: cannot write here ({e.strerror or e})") from None
-    os.close(fd)
-    try:
-        yield Path(tmp)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    with atomic_file(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
-def write_json_atomic(path: str | os.PathLike, obj) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
-
-
-def _fsync(path: str | os.PathLike) -> None:
-    """Flush a file or directory to disk (so a rename never publishes data still in the page cache)."""
-    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if os.path.isdir(path) else 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary directory next to ``path``; on success it replaces ``path`` (old one removed).
-
-    The swap is two renames (``path`` → ``.NAME.old-*``, temporary → ``path``); a kill between them leaves no
-    ``path``, which :func:`recover_dir` (called here first, and by readers) puts back."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    recover_dir(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
-        yield tmp
-        os.chmod(tmp, 0o755)
-        for f in tmp.rglob("*"):
-            if f.is_file():
-                os.chmod(f, 0o644)
-                _fsync(f)
-        _fsync(tmp)
-        old = None
-        if path.exists():
-            old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.time_ns()}")
-            os.replace(path, old)
-        os.replace(tmp, path)
-        _fsync(path.parent)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def recover_dir(path: str | os.PathLike, clean_tmp: bool = False) -> Path:
-    """Undo what a kill during :func:`atomic_dir` left behind. If ``path`` is missing but its previous version
-    waits as ``.NAME.old-*`` (killed between the two renames), rename the newest one back; remove ``.old-*``
-    copies once ``path`` exists. ``clean_tmp`` also removes unfinished ``.NAME.*.tmp`` directories: only for
-    the single writer of ``path`` (e.g. the trainer of a run directory), never while another may be writing."""
-    path = Path(path)
-    olds = sorted(path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime)
-    if olds and not path.exists():
-        os.replace(olds.pop(), path)
-        _fsync(path.parent)
-    if path.exists():
-        for old in olds:
-            shutil.rmtree(old, ignore_errors=True)
-    if clean_tmp:
-        for tmp in path.parent.glob(f".{path.name}.*.tmp"):
-            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
-    return path
-
-
-def _package_version() -> str:
-    from . import __version__
-
-    return __version__
+def upgrade(config: dict, version: int) -> dict:
+    """The config of a bundle of format ``version`` in the current format. Version 1 wrote a tokenizer
+    section but never read it: its texts were always normalised by the rules now called ``nfkc`` and
+    lowercased, with mean pooling, so that is its contract."""
+    if version == 1:
+        return {**config, "format_version": FORMAT_VERSION, "tokenizer": text_contract(lowercase=True),
+                "pooling": POOLING}
+    return config
 
 
 def build_manifest(bundle_dir: str | os.PathLike, info: dict | None = None) -> dict:
@@ -174,7 +72,7 @@ def build_manifest(bundle_dir: str | os.PathLike, info: dict | None = None) -> d
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "lwx_edge_version": _package_version(),
+        "lwx_edge_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "files": files,
         **(info or {}),
@@ -216,14 +114,18 @@ def _read_json(path: Path, what: str) -> dict:
 
 @dataclass
 class Bundle:
-    """A verified bundle on disk. ``Bundle.load`` refuses a missing, corrupt, truncated or mismatched one."""
+    """A bundle on disk. ``Bundle.load`` refuses a missing, corrupt, truncated or mismatched one; ``config`` is
+    in the current format (``format_version`` is the one on disk)."""
 
     path: Path
     config: dict
     manifest: dict = field(repr=False)
+    format_version: int = FORMAT_VERSION
 
     @classmethod
     def load(cls, path: str | os.PathLike, verify: bool = True) -> "Bundle":
+        """Read and check the layout; ``verify`` also checks the size and sha256 of every listed file
+        (``Encoder.load`` checks only the files it reads: :meth:`verify`)."""
         root = Path(path)
         if not root.exists():
             recover_dir(root)  # a write killed between its two renames
@@ -234,10 +136,12 @@ class Bundle:
         manifest = _read_json(root / MANIFEST, "manifest")
         if manifest.get("format") != FORMAT:
             raise BundleError(f"{root}: manifest.json is not an lwx-edge bundle manifest")
-        if manifest.get("format_version") != FORMAT_VERSION:
+        version = manifest.get("format_version")
+        if isinstance(version, bool) or version not in (1, FORMAT_VERSION):
+            newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
             raise BundleError(
-                f"{root}: bundle format version {manifest.get('format_version')} is not supported "
-                f"(this lwx-edge reads version {FORMAT_VERSION})")
+                f"{root}: bundle format version {version!r} is not supported (this lwx-edge reads versions 1 to "
+                f"{FORMAT_VERSION})" + ("; it was written by a newer lwx-edge: upgrade lwx-edge" if newer else ""))
         files = manifest.get("files")
         if not isinstance(files, dict):
             raise BundleError(f"{root}: manifest.json has no file list")
@@ -250,17 +154,29 @@ class Bundle:
                 raise BundleError(f"{root}: manifest entry {rel!r} is malformed (expected an object)")
             if not p.is_file():
                 raise BundleError(f"{root}: {rel} is listed in the manifest but missing")
-            if verify:
-                size = p.stat().st_size
-                if size != entry.get("bytes"):
-                    raise BundleError(
-                        f"{root}: {rel} is truncated or changed ({size} bytes, manifest says {entry.get('bytes')})")
-                if sha256_file(p) != entry.get("sha256"):
-                    raise BundleError(f"{root}: {rel} is corrupt (sha256 does not match the manifest)")
+        bundle = cls(root, {}, manifest, version)
+        if verify:
+            bundle.verify()
         config = _read_json(root / CONFIG, "config")
         if "model" not in config:
             raise BundleError(f"{root}: config.json has no 'model' section")
-        return cls(root, config, manifest)
+        bundle.config = upgrade(config, version)
+        return bundle
+
+    def verify(self, names=None) -> None:
+        """Check the size and sha256 of ``names`` (default: every listed file) against the manifest."""
+        files = self.manifest["files"]
+        for rel in files if names is None else names:
+            entry = files.get(rel)
+            if entry is None:
+                raise BundleError(f"{self.path}: bundle has no {rel}")
+            p = self.path / rel
+            size = p.stat().st_size
+            if size != entry.get("bytes"):
+                raise BundleError(f"{self.path}: {rel} is truncated or changed "
+                                  f"({size} bytes, manifest says {entry.get('bytes')})")
+            if sha256_file(p) != entry.get("sha256"):
+                raise BundleError(f"{self.path}: {rel} is corrupt (sha256 does not match the manifest)")
 
     def file(self, name: str) -> Path:
         if name not in self.manifest["files"]:
@@ -272,3 +188,63 @@ class Bundle:
 
     def sha256(self, name: str) -> str:
         return self.manifest["files"][self.file(name).relative_to(self.path).as_posix()]["sha256"]
+
+    def artifact(self, name: str) -> dict:
+        """The manifest's record of an exported model (empty when it has none)."""
+        arts = self.manifest.get("artifacts")
+        entry = arts.get(name) if isinstance(arts, dict) else None
+        return entry if isinstance(entry, dict) else {}
+
+    def max_len(self, artifact: str | None = None) -> int:
+        """The longest token sequence: the one ``artifact`` was exported for, else the model's."""
+        try:
+            return int(self.artifact(artifact).get("max_len") or self.config["model"]["max_len"])
+        except (KeyError, TypeError, ValueError):
+            raise BundleError(f"{self.path}: config.json has no valid model.max_len") from None
+
+    def tokenizer(self, max_len: int | None = None, artifact: str | None = None):
+        """The bundle's :class:`~lwx_edge.tokenizer.Tokenizer` under its text contract (config.json), cut at
+        ``max_len`` (default: :meth:`max_len` of ``artifact``). Refuses a contract this lwx-edge does not apply
+        and a tokenizer with more pieces than the model's vocabulary."""
+        from .tokenizer import Tokenizer
+
+        tok, pooling = self.config.get("tokenizer"), self.config.get("pooling")
+        if not isinstance(tok, dict):
+            raise BundleError(f"{self.path}: config.json has no tokenizer section (the text contract)")
+        if tok.get("type") != "sentencepiece" or tok.get("file") != TOKENIZER:
+            raise BundleError(f"{self.path}: config.json names a tokenizer this lwx-edge cannot read "
+                              f"(type {tok.get('type')!r}, file {tok.get('file')!r})")
+        if tok.get("normalization") != text.RULES or not isinstance(tok.get("lowercase"), bool):
+            raise BundleError(f"{self.path}: the bundle's texts are normalised by rules {tok.get('normalization')!r}"
+                              f" (lowercase {tok.get('lowercase')!r}); this lwx-edge applies {text.RULES!r}: "
+                              "use the lwx-edge version the bundle was made with")
+        if pooling != POOLING:
+            raise BundleError(f"{self.path}: config.json says pooling {pooling!r}; this lwx-edge pools {POOLING!r}")
+        try:
+            tokenizer = Tokenizer(self.file(TOKENIZER), max_len=max_len or self.max_len(artifact),
+                                  lower=tok["lowercase"])
+        except InputError as e:
+            raise BundleError(f"{self.path}: {e}") from None
+        vocab = self.config["model"].get("vocab_size")
+        if isinstance(vocab, int) and tokenizer.vocab_size > vocab:
+            raise BundleError(f"{self.path}: tokenizer.model has {tokenizer.vocab_size} pieces but the model's "
+                              f"vocabulary is {vocab}: tokenizer and model do not belong together")
+        return tokenizer
+
+
+def update_manifest(bundle_dir: str | os.PathLike, artifacts: dict | None = None, **info) -> dict:
+    """Rewrite the manifest of a bundle whose files changed: hashes anew, keeps what it said about the model
+    (``info`` replaces sections), drops artefact entries whose file is gone and adds ``artifacts``. A version-1
+    config.json is rewritten upgraded first, so the bundle is whole in the current format."""
+    root = Path(bundle_dir)
+    old = _read_json(root / MANIFEST, "manifest")
+    kept = {k: v for k, v in old.items() if k not in LAYOUT_KEYS}
+    kept.setdefault("training", {})
+    kept.update(info)
+    arts = {n: e for n, e in (kept.get("artifacts") or {}).items() if (root / n).is_file()}
+    arts.update(artifacts or {})
+    kept["artifacts"] = arts
+    if old.get("format_version") != FORMAT_VERSION:
+        config = _read_json(root / CONFIG, "config")
+        write_json_atomic(root / CONFIG, upgrade(config, old.get("format_version")))
+    return write_manifest(root, kept)

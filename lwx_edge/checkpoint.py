@@ -27,12 +27,7 @@ def save_bundle(encoder: SentenceEncoder, tokenizer_path: str | os.PathLike, out
     """Write a complete bundle atomically: config.json, model.safetensors, tokenizer.model, manifest.json."""
     out_dir = Path(out_dir)
     with B.atomic_dir(out_dir) as tmp:
-        B.write_json_atomic(tmp / B.CONFIG, {
-            "format": B.FORMAT, "format_version": B.FORMAT_VERSION,
-            "model": encoder.config.to_dict(),
-            "tokenizer": {"type": "sentencepiece", "file": B.TOKENIZER, "lowercase": True, "normalization": "nfkc"},
-            "embedding_dim": encoder.config.d_model, "pooling": "mean",
-        })
+        B.write_json_atomic(tmp / B.CONFIG, B.make_config(encoder.config.to_dict(), encoder.config.d_model))
         save_file(encoder_state(encoder), str(tmp / B.WEIGHTS), metadata={"format": "pt"})
         shutil.copyfile(tokenizer_path, tmp / B.TOKENIZER)
         B.write_manifest(tmp, {"training": info or {}})

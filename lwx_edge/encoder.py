@@ -6,7 +6,7 @@
     enc.similarity("A cat.", "Un chat.")                  # cosine, float
     hits = enc.search(["cat"], corpus_texts, top_k=5)     # exact, batched (numpy)
 
-Backends (``Encoder.load(path, backend=...)``):
+Backends (``Encoder.load(path, backend=...)``; the registry in :mod:`lwx_edge.runtime` lists them):
 
 * ``"onnx"``: ``model.int8.onnx`` (else ``model.onnx``) with onnxruntime -- the base install, torch-free;
 * ``"executorch"``: ``model.int8.pte`` (else ``model.pte``) with ExecuTorch's Python runtime (imports torch);
@@ -21,19 +21,19 @@ beforehand. One Encoder may be shared by several threads.
 """
 from __future__ import annotations
 
-import importlib.util
 import numbers
 import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from . import runtime
 from .batching import plan_batches
-from .bundle import CONFIG, TOKENIZER, WEIGHTS, Bundle, sha256_file
-from .errors import BundleError, InputError, LwxError
+from .bundle import CONFIG, TOKENIZER, WEIGHTS, Bundle
+from .errors import BackendUnavailable, BundleError, InputError, LwxError
 from .runtime import Backend
 from .tokenizer import Tokenizer
 
@@ -41,23 +41,6 @@ __all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "BACKENDS", "AR
 
 # The int8 model shipped inside the package (tools/make_default_model.py builds it); Encoder.load() loads it.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "default_model"
-
-BACKENDS = ("auto", "onnx", "executorch", "torch")
-# (backend, file, precision) in the order "auto" prefers them
-ARTIFACTS = (
-    ("onnx", "model.int8.onnx", "int8"),
-    ("onnx", "model.onnx", "fp32"),
-    ("executorch", "model.int8.pte", "int8"),
-    ("executorch", "model.pte", "fp32"),
-    ("torch", WEIGHTS, "fp32"),
-)
-_RUNTIME_MODULES = {"onnx": ("onnxruntime",), "executorch": ("executorch", "torch"),
-                    "torch": ("torch", "safetensors")}
-_INSTALL = {"onnx": "pip install onnxruntime",
-            "executorch": "pip install 'lwx-edge[export]' (ExecuTorch 1.5.1)",
-            "torch": "pip install 'lwx-edge[train]'"}
-_EXPORT_HINT = {"onnx": "lwx-edge export BUNDLE --int8 --format onnx",
-                "executorch": "lwx-edge export BUNDLE --int8 --format pte"}
 
 
 def default_model_path() -> Path:
@@ -68,37 +51,17 @@ def default_model_path() -> Path:
     return DEFAULT_MODEL
 
 
-class BackendUnavailable(LwxError):
-    """The runtime a backend needs is not installed."""
-
-
 class TruncationWarning(UserWarning):
     """Some inputs were longer than the model's max length and lost their tail."""
 
 
-def _installed(backend: str) -> bool:
-    for mod in _RUNTIME_MODULES[backend]:
-        try:
-            if importlib.util.find_spec(mod) is None:
-                return False
-        except (ImportError, ValueError):  # a blocked or half-imported module
-            return False
-    return True
-
-
-def _verify(bundle: Bundle, names: Iterable[str]) -> None:
-    """Size and sha256 of the files this encoder reads (not of every file in the bundle)."""
-    for rel in names:
-        entry = bundle.manifest["files"].get(rel)
-        if entry is None:
-            raise BundleError(f"{bundle.path}: bundle has no {rel}")
-        p = bundle.path / rel
-        size = p.stat().st_size
-        if size != entry.get("bytes"):
-            raise BundleError(f"{bundle.path}: {rel} is truncated or changed "
-                              f"({size} bytes, manifest says {entry.get('bytes')})")
-        if sha256_file(p) != entry.get("sha256"):
-            raise BundleError(f"{bundle.path}: {rel} is corrupt (sha256 does not match the manifest)")
+def __getattr__(name: str):
+    """``BACKENDS`` and ``ARTIFACTS``: the backend registry's (:mod:`lwx_edge.runtime`), as it is now."""
+    if name == "BACKENDS":
+        return ("auto", *(spec.name for spec in runtime.backends()))
+    if name == "ARTIFACTS":  # (backend, file, precision) in the order "auto" prefers them
+        return runtime.artifacts()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _as_text_list(texts) -> list:
@@ -142,9 +105,10 @@ class Encoder:
         manifest. Raises ``BundleError`` for a missing/corrupt bundle or one without a model this backend
         can run, ``BackendUnavailable`` when the runtime is not installed, ``InputError`` for bad arguments.
         """
-        if not isinstance(backend, str) or backend.lower() not in BACKENDS + ("pte", "ort"):
-            raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        backend = {"pte": "executorch", "ort": "onnx"}.get(backend.lower(), backend.lower())
+        spec = runtime.get(backend.lower()) if isinstance(backend, str) else None
+        if spec is None and not (isinstance(backend, str) and backend.lower() == "auto"):
+            names = ", ".join(("auto", *(b.name for b in runtime.backends())))
+            raise InputError(f"unknown backend {backend!r}; choose one of {names}")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise InputError(f"threads must be a positive integer or None, got {threads!r}")
         if precision is not None and precision not in ("int8", "fp32"):
@@ -156,41 +120,13 @@ class Encoder:
             raise InputError(f"path must be a bundle directory (str or Path), got {type(path).__name__}")
 
         bundle = Bundle.load(path, verify=False)  # layout, manifest, config; hashes below, for what we read
-        name, chosen, prec = cls._choose(bundle, backend, precision)
+        name, spec, prec = cls._choose(bundle, spec, precision)
         if verify:
-            _verify(bundle, (CONFIG, TOKENIZER, name))
-        arts = bundle.manifest.get("artifacts") or {}
-        meta = arts.get(name) if isinstance(arts.get(name), dict) else {}
-        try:
-            max_len = int(meta.get("max_len") or bundle.config["model"]["max_len"])
-        except (KeyError, TypeError, ValueError):
-            raise BundleError(f"{bundle.path}: config.json has no valid model.max_len") from None
-        try:
-            tokenizer = Tokenizer(bundle.file(TOKENIZER), max_len=max_len)
-        except InputError as e:
-            raise BundleError(f"{bundle.path}: {e}") from None
-        vocab = bundle.config["model"].get("vocab_size")
-        if isinstance(vocab, int) and tokenizer.vocab_size > vocab:
-            raise BundleError(f"{bundle.path}: tokenizer.model has {tokenizer.vocab_size} pieces but the model's "
-                              f"vocabulary is {vocab}: tokenizer and model do not belong together")
-
+            bundle.verify((CONFIG, TOKENIZER, name))
+        tokenizer = bundle.tokenizer(artifact=name)
         file = bundle.file(name)
-        if chosen == "onnx":
-            from .runtime.onnx_backend import OnnxBackend
-
-            be = OnnxBackend(file, threads=threads)
-        elif chosen == "executorch":
-            from .runtime.executorch_backend import ExecuTorchBackend
-
-            be = ExecuTorchBackend(file, threads=threads, max_batch=meta.get("max_batch"))
-        else:
-            import torch
-
-            from .runtime.torch_backend import TorchBackend
-
-            if threads:
-                torch.set_num_threads(threads)
-            be = TorchBackend.from_bundle(bundle, device=device)
+        be = spec.open(file, bundle, threads=threads, max_batch=bundle.artifact(name).get("max_batch"),
+                       device=device)
         dim = getattr(be, "dim", None)
         expected = bundle.config.get("embedding_dim") or bundle.config["model"].get("d_model")
         if isinstance(dim, int) and isinstance(expected, int) and dim != expected:
@@ -199,27 +135,27 @@ class Encoder:
         return cls(tokenizer, be, bundle, artifact=name, precision=prec)
 
     @staticmethod
-    def _choose(bundle: Bundle, backend: str, precision: str | None) -> tuple[str, str, str]:
-        """(file, backend, precision) to load, or a clear error."""
-        cands = [(b, f, p) for b, f, p in ARTIFACTS
-                 if (backend == "auto" or b == backend) and (precision is None or p == precision or b == "torch")]
-        present = [c for c in cands if bundle.has(c[1])]
-        if backend != "auto":
+    def _choose(bundle: Bundle, spec: runtime.BackendSpec | None,
+                precision: str | None) -> tuple[str, runtime.BackendSpec, str]:
+        """(file, backend, precision) to load (``spec`` None: "auto"), or a clear error."""
+        present = [(s, f, p) for s in ([spec] if spec else runtime.backends()) for p, f in s.artifacts.items()
+                   if (precision is None or p == precision or s.any_precision) and bundle.has(f)]
+        if spec is not None:
             if not present:
-                if backend == "torch":
-                    raise BundleError(f"{bundle.path}: bundle has no {WEIGHTS}; the torch backend needs the "
-                                      "weights (use backend='onnx' or 'executorch' for exported models)")
-                files = " / ".join(f for _, f, _ in cands)
-                raise BundleError(f"{bundle.path}: bundle has no {backend} model ({files}); run "
-                                  f"{_EXPORT_HINT[backend].replace('BUNDLE', str(bundle.path))}")
-            if not _installed(backend):
-                raise BackendUnavailable(f"the {backend} backend needs a runtime that is not installed: "
-                                         f"{_INSTALL[backend]}")
-            return present[0][1], present[0][0], present[0][2]
-        for b, f, p in present:
-            if _installed(b):
-                return f, b, p
-        if not any(b != "torch" for b, _, _ in present):
+                if spec.format is None:
+                    raise BundleError(f"{bundle.path}: bundle has no {' / '.join(spec.artifacts.values())}; "
+                                      f"{spec.missing}")
+                files = " / ".join(f for p, f in spec.artifacts.items() if precision in (None, p))
+                raise BundleError(f"{bundle.path}: bundle has no {spec.name} model ({files}); run "
+                                  f"{spec.export_hint(bundle.path)}")
+            if not spec.installed():
+                raise BackendUnavailable(f"the {spec.name} backend needs a runtime that is not installed: "
+                                         f"{spec.install}")
+            return present[0][1], spec, present[0][2]
+        for s, f, p in present:
+            if s.installed():
+                return f, s, p
+        if all(s.format is None for s, _, _ in present):
             if bundle.has(WEIGHTS):
                 raise BackendUnavailable(
                     f"{bundle.path}: bundle has no exported model and torch is not installed; run "
@@ -228,8 +164,9 @@ class Encoder:
             raise BundleError(f"{bundle.path}: bundle has no exported model; run lwx-edge export "
                               f"{bundle.path} --int8, or install lwx-edge[train] for the torch backend")
         have = ", ".join(f for _, f, _ in present)
+        needs = {s.name: s.install for s, _, _ in present}
         raise BackendUnavailable(f"{bundle.path}: no installed runtime can run this bundle's models ({have}): "
-                                 + "; ".join(f"{b}: {_INSTALL[b]}" for b in dict.fromkeys(b for b, _, _ in present)))
+                                 + "; ".join(f"{n}: {how}" for n, how in needs.items()))
 
     # ------------------------------------------------------------------------------------------ identity
     @property
@@ -260,7 +197,7 @@ class Encoder:
             return {"sha256": None, "tokenizer_sha256": self.tokenizer.sha256, "model_files": {},
                     "embedding_dim": self.dim, "backend": self.backend_name}
         files = self.bundle.manifest.get("files", {})
-        model_files = {n: files[n]["sha256"] for _, n, _ in ARTIFACTS if n in files}
+        model_files = {n: files[n]["sha256"] for _, n, _ in runtime.artifacts() if n in files}
         primary = model_files.get(WEIGHTS) or model_files.get(self.artifact or "")
         return {"sha256": primary, "tokenizer_sha256": files.get(TOKENIZER, {}).get("sha256"),
                 "model_files": model_files, "embedding_dim": self.dim, "backend": self.backend_name,

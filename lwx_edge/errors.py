@@ -17,6 +17,10 @@ class BundleError(LwxError):
     """A model bundle that is missing, corrupt, truncated or mismatched."""
 
 
+class BackendUnavailable(LwxError):
+    """The runtime a backend needs is not installed."""
+
+
 def open_input(path, what: str, error: type[LwxError] = InputError, mode: str = "r", **kwargs):
     """``open(path, mode, **kwargs)``, or ``error`` naming the path and ``what`` the file is for
     ("no such corpus file", "cannot read the corpus file (Permission denied)")."""

@@ -5,6 +5,9 @@ import re
 import unicodedata
 
 LANGUAGES = ("en", "fr", "de", "es", "it")
+# The name of the rules ``normalize`` applies. A bundle records it (config.json ``tokenizer.normalization``) and
+# is refused by an lwx-edge that applies other rules: rename it whenever the rules change.
+RULES = "nfkc"
 
 _TYPOGRAPHIC = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",

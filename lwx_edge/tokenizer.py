@@ -12,7 +12,6 @@ import io
 import os
 import random
 import re
-import tempfile
 import unicodedata
 import warnings
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import sentencepiece as spm
 
+from ._io import atomic_file
 from .errors import InputError, LwxError
 from .text import normalize
 
@@ -96,23 +96,6 @@ def _sp_train(sentences: list[str], vocab_size: int, model_type: str, character_
     return buf.getvalue()
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def train_tokenizer(texts: Iterable[str], out_path: str | os.PathLike, vocab_size: int = 16000,
                     model_type: str = "bpe", character_coverage: float = 0.9999,
                     max_sentences: int = 2_000_000, seed: int = 0, progress: bool = True,
@@ -157,7 +140,8 @@ def train_tokenizer(texts: Iterable[str], out_path: str | os.PathLike, vocab_siz
             f"{vocab_size} pieces; learned {got} instead. Pass a smaller --vocab-size to silence this.",
             stacklevel=2)
     _check_layout(spm.SentencePieceProcessor(model_proto=data), "<trained model>")
-    _atomic_write_bytes(out_path, data)
+    with atomic_file(out_path) as tmp:
+        tmp.write_bytes(data)
     return out_path
 
 

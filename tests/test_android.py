@@ -49,14 +49,12 @@ def _require_jvm() -> None:
 
 def _minimal_bundle(tokenizer: Path, out: Path, dim: int, max_len: int) -> Path:
     """A bundle with only config.json + tokenizer.model: all the JVM parity tests read."""
-    from lwx_edge.bundle import FORMAT, FORMAT_VERSION, write_manifest
+    from lwx_edge.bundle import make_config, write_manifest
 
     out.mkdir(parents=True)
     shutil.copyfile(tokenizer, out / "tokenizer.model")
-    (out / "config.json").write_text(json.dumps({
-        "format": FORMAT, "format_version": FORMAT_VERSION, "embedding_dim": dim,
-        "model": {"max_len": max_len, "d_model": dim, "vocab_size": 16000},
-        "tokenizer": {"type": "sentencepiece", "file": "tokenizer.model", "lowercase": True}}))
+    (out / "config.json").write_text(json.dumps(make_config({"max_len": max_len, "d_model": dim,
+                                                             "vocab_size": 16000}, dim)))
     write_manifest(out)
     return out
 

@@ -29,7 +29,7 @@ export_mod = pytest.importorskip("lwx_edge.export")
 from lwx_edge.export import ExportError, ParityError, export_bundle  # noqa: E402
 from lwx_edge.export import executorch as et_mod  # noqa: E402
 from lwx_edge.export import onnx as onnx_mod  # noqa: E402
-from lwx_edge.export._quiet import python_quiet  # noqa: E402
+from lwx_edge._quiet import python_quiet  # noqa: E402
 
 with python_quiet():  # import-time deprecation noise of executorch/torch.jit
     HAS_ONNX, ONNX_WHY = onnx_mod.available()
@@ -120,27 +120,24 @@ def snapshot(d: Path) -> dict:
 # ----------------------------------------------------------------------------------------- packaging
 
 def test_packaging_lists_every_package():
-    """pyproject lists packages explicitly (export/ is mapped to lwx_edge.export): none may be forgotten."""
+    """pyproject lists packages explicitly: none may be forgotten, and none is mapped from elsewhere."""
     import tomllib
 
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert cfg["package-dir"]["lwx_edge.export"] == "export"
+    assert "package-dir" not in cfg
     listed = set(cfg["packages"])
     on_disk = {"lwx_edge." + p.relative_to(REPO / "lwx_edge").as_posix().replace("/", ".")
                for p in (REPO / "lwx_edge").rglob("*") if p.is_dir() and p.name != "__pycache__"
                and any(p.glob("*.py"))} | {"lwx_edge"}
-    on_disk |= {"lwx_edge.export." + p.relative_to(REPO / "export").as_posix().replace("/", ".")
-                for p in (REPO / "export").rglob("*") if p.is_dir() and p.name != "__pycache__"
-                and any(p.glob("*.py"))} | {"lwx_edge.export"}
     assert on_disk <= listed, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(on_disk - listed)}"
 
 
-def test_import_is_light_and_resolves_to_top_level_export():
+def test_import_is_light_and_resolves_to_the_package():
     code = ("import sys, lwx_edge.export as e; assert 'torch' not in sys.modules, 'torch imported'; "
             "print(e.__file__)")
     r = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert Path(r.stdout.strip()).resolve() == (REPO / "export" / "__init__.py").resolve()
+    assert Path(r.stdout.strip()).resolve() == (REPO / "lwx_edge" / "export" / "__init__.py").resolve()
 
 
 # ----------------------------------------------------------------------------------------- parity numbers

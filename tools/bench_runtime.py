@@ -136,7 +136,7 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
             t0 = time.perf_counter()
             backend = OnnxBackend(bundle / ARTEFACT[runtime], threads=threads)
         else:
-            from lwx_edge.export._quiet import native_quiet
+            from lwx_edge._quiet import native_quiet
 
             with native_quiet():
                 import executorch.kernels.quantized  # noqa: F401
@@ -293,7 +293,7 @@ def measure_arena(bundle: Path, grid: list[tuple[int, int]]) -> list[dict]:
 
     from lwx_edge.bundle import Bundle
     from lwx_edge.checkpoint import load_encoder
-    from lwx_edge.export._quiet import quiet
+    from lwx_edge._quiet import quiet
     from lwx_edge.export.executorch import export_pte
 
     enc = load_encoder(Bundle.load(bundle))

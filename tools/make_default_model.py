@@ -5,8 +5,8 @@
     python tools/make_default_model.py --attach benchmarks/eval_test.json
 
 Exports the bundle ``--int8`` to ExecuTorch and ONNX (with the parity checks of ``lwx-edge export``) into a
-temporary copy, keeps only what an app needs -- ``config.json``, ``tokenizer.model``, ``model.int8.pte``,
-``model.int8.onnx``, ``parity.json`` -- writes a manifest for exactly those
+temporary copy, keeps only what an app needs -- ``config.json``, ``tokenizer.model``, ``parity.json`` and the int8 model of each
+backend export makes (``model.int8.onnx``, ``model.int8.pte``) -- writes a manifest for exactly those
 files (with the sha256 of the fp32 weights they came from, and the training record), and replaces
 ``lwx_edge/default_model`` atomically. The fp32 weights stay in the run directory: ~50 MB the package
 does not need. ``--attach`` adds result files (the evaluation of the model just shipped) to the existing
@@ -22,8 +22,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from lwx_edge import runtime
+from lwx_edge.bundle import CONFIG, FORMAT_VERSION, LAYOUT_KEYS, PARITY, TOKENIZER
+
 ROOT = Path(__file__).resolve().parents[1]
-KEEP = ("config.json", "tokenizer.model", "model.int8.pte", "model.int8.onnx", "parity.json")
+# what an app needs: the int8 model of every backend export makes (the backend registry), and what it reads
+KEEP = (CONFIG, TOKENIZER, *(spec.artifacts["int8"] for spec in runtime.backends() if spec.format), PARITY)
 
 
 def main() -> None:
@@ -47,7 +51,7 @@ def main() -> None:
     src = Bundle.load(a.bundle)
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "bundle"
-        report = export_bundle(src.path, formats=("pte", "onnx"), int8=True, out=copy, log=print)
+        report = export_bundle(src.path, int8=True, out=copy, log=print)  # every format
         exported = json.loads((copy / "manifest.json").read_text())
         with atomic_dir(a.out) as d:
             for name in KEEP:
@@ -65,8 +69,7 @@ def main() -> None:
 def record(manifest: dict) -> dict:
     """The part of a manifest that describes the model (training, artefacts, source, results); the rest
     (format, version, date, file list) ``write_manifest`` writes anew."""
-    return {k: v for k, v in manifest.items()
-            if k not in ("format", "format_version", "lwx_edge_version", "created", "files")}
+    return {k: v for k, v in manifest.items() if k not in LAYOUT_KEYS}
 
 
 def write_with_card(d: Path, info: dict) -> None:
@@ -82,7 +85,7 @@ def write_with_card(d: Path, info: dict) -> None:
 
 def attach(model_dir: Path, files: list[Path]) -> None:
     """Copy result files into ``model_dir`` and rewrite its manifest, all in one atomic swap."""
-    from lwx_edge.bundle import Bundle, atomic_dir
+    from lwx_edge.bundle import Bundle, atomic_dir, write_json_atomic
     from lwx_edge.errors import BundleError
 
     try:
@@ -104,6 +107,8 @@ def attach(model_dir: Path, files: list[Path]) -> None:
             shutil.copy2(bundle.path / rel, d / rel)
         for f in files:
             shutil.copy2(f, d / f.name)
+        if bundle.format_version != FORMAT_VERSION:  # the manifest is written anew: the config goes with it
+            write_json_atomic(d / CONFIG, bundle.config)
         write_with_card(d, info)
     print(f"attached {', '.join(f.name for f in files)} to {model_dir}")
 

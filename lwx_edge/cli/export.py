@@ -1,4 +1,5 @@
-"""``lwx-edge export``: ExecuTorch (.pte, XNNPACK) and ONNX artefacts of a bundle, with a parity report."""
+"""``lwx-edge export``: the artefacts of a bundle for each backend export makes (ExecuTorch .pte on XNNPACK,
+ONNX), with a parity report."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,13 +7,21 @@ from typing import Optional
 
 import typer
 
+from lwx_edge import runtime
+
+
+def _formats() -> str:
+    return ", ".join(f"{s.format} ({' / '.join(s.artifacts.values())})" for s in runtime.backends() if s.exporter)
+
+
 
 def export(
     bundle: Path = typer.Argument(..., help="Model bundle directory (config.json, model.safetensors, "
                                             "tokenizer.model)."),
     int8: bool = typer.Option(False, "--int8",
-                              help="int8 artefacts (model.int8.pte / model.int8.onnx) instead of fp32."),
-    format: str = typer.Option("pte,onnx", "--format", "-f", help="Comma-separated: pte, onnx."),
+                              help="int8 artefacts (model.int8.*) instead of fp32."),
+    format: Optional[str] = typer.Option(None, "--format", "-f",
+                                         help=f"Comma-separated, default all: {_formats()}."),
     max_batch: int = typer.Option(16, "--max-batch",
                                   help="Largest batch the .pte accepts (its memory plan grows with it)."),
     max_len: Optional[int] = typer.Option(None, "--max-len",
@@ -24,7 +33,7 @@ def export(
     min_cos_min: float = typer.Option(0.99, "--min-cos-min", help="int8: fail if the lowest cosine to fp32 is lower."),
     json_out: bool = typer.Option(False, "--json", help="Print the parity report as JSON instead of a table."),
 ) -> None:
-    """Export BUNDLE to ExecuTorch/ONNX, check parity against the PyTorch encoder, record it in the manifest.
+    """Export BUNDLE to each format (ExecuTorch, ONNX), check parity against the PyTorch encoder, record it in the manifest.
 
     Artefacts are written atomically into the bundle (or --out) with parity.json, and listed with their
     sha256 in manifest.json. Nothing is written if a parity check fails.

@@ -16,13 +16,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from .._io import atomic_file
 from ..errors import InputError, LwxError
 
 __all__ = ["Teacher", "USETeacher", "TeacherCache", "text_key", "token_vectors"]
@@ -94,32 +94,14 @@ def _safe_name(name: str) -> str:
 
 
 def _write_atomic(final: Path, write, no_clobber: bool) -> bool:
-    """Write via ``write(fileobj)`` to a temp file in the same folder, then move it to ``final``.
-    With ``no_clobber`` an existing ``final`` is left alone and False is returned."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    """Write via ``write(fileobj)``, atomically (:func:`lwx_edge._io.atomic_file`). With ``no_clobber`` an
+    existing ``final`` is left alone and False is returned."""
     try:
-        with os.fdopen(fd, "wb") as f:
+        with atomic_file(final, exclusive=no_clobber) as tmp, open(tmp, "wb") as f:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        if no_clobber:
-            try:
-                os.link(tmp, final)  # atomic, fails if another writer took the name
-            except FileExistsError:
-                return False
-            except OSError:  # filesystem without hard links
-                if final.exists():
-                    return False
-                os.replace(tmp, final)
-                return True
-            return True
-        os.replace(tmp, final)
-        return True
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    except FileExistsError:
+        return False
+    return True
 
 
 class TeacherCache:

@@ -9,19 +9,13 @@ so prediction needs numpy alone (and an app can re-implement it from ``head.json
 """
 from __future__ import annotations
 
-import warnings
 from typing import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ..errors import InputError, LwxError
-
-ACTIVATIONS = ("tanh", "relu", "identity")
-
-
-class HeadError(LwxError):
-    """A head that cannot be saved/loaded, or one used with an encoder it was not fitted on."""
+from ..errors import InputError
+from .io import ACTIVATIONS, KINDS, HeadError, check_encoder, save_head  # noqa: F401  (re-exported)
 
 
 # --------------------------------------------------------------------------------------------- numpy math
@@ -140,6 +134,10 @@ class BaseHead(ClassifierMixin, BaseEstimator):
     ``encoder``) or an array of embeddings [n, d]. Subclasses implement ``_fit_layers``."""
 
     kind = "base"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        KINDS[cls.kind] = cls  # load_head finds the class of a saved head by its kind
 
     # ---------------------------------------------------------------- inputs
     def _encoder_for_texts(self):
@@ -291,41 +289,7 @@ class BaseHead(ClassifierMixin, BaseEstimator):
     # ---------------------------------------------------------------- persistence
     def save(self, path, info: dict | None = None):
         """Write ``head.json`` + ``head.npz`` into directory ``path`` (no pickle). Returns the path."""
-        from .io import save_head
-
         return save_head(self, path, info=info)
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "layers_")
-
-
-def check_encoder(recorded: dict | None, enc, where: str = "the head") -> None:
-    """Refuse an encoder that is not the one a head was fitted on (same weights or model files)."""
-    if enc is None:
-        return
-    if recorded is not None and (not isinstance(recorded, dict) or not recorded.get("sha256")):
-        raise HeadError(f"{where}: its encoder record is malformed (no sha256); refit the head")
-    if recorded is None:
-        warnings.warn(f"{where} does not record which encoder it was fitted on; cannot check that it "
-                      "matches this encoder", UserWarning, stacklevel=3)
-        return
-    ident = enc.identity() if hasattr(enc, "identity") else None
-    if ident is None or not ident.get("sha256"):
-        warnings.warn(f"this encoder has no bundle identity; cannot check that it matches {where}",
-                      UserWarning, stacklevel=3)
-        return
-    ours = set((recorded.get("model_files") or {}).values()) | {recorded["sha256"]}
-    # the file this encoder actually runs must be one the head was fitted with (not merely any file of its bundle)
-    running = (ident.get("model_files") or {}).get(ident.get("artifact") or "") or ident["sha256"]
-    same_model = running in ours
-    tok_a, tok_b = recorded.get("tokenizer_sha256"), ident.get("tokenizer_sha256")
-    same_tok = tok_a is None or tok_b is None or tok_a == tok_b
-    dim_a, dim_b = recorded.get("embedding_dim"), ident.get("embedding_dim")
-    same_dim = dim_a is None or dim_b is None or dim_a == dim_b
-    if not (same_model and same_tok and same_dim):
-        what = "model" if not same_model else "tokenizer" if not same_tok else "embedding size"
-        raise HeadError(
-            f"{where} was fitted on another encoder ({what} differs): fitted on sha256 "
-            f"{recorded['sha256'][:12]}... ({recorded.get('bundle', '?')}), this encoder is "
-            f"{ident['sha256'][:12]}... ({ident.get('bundle', '?')}). A head only works with the encoder it "
-            "was fitted on; refit it on this one (lwx-edge fit BUNDLE data.csv ...)")

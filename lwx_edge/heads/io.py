@@ -23,28 +23,30 @@ import io
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ..bundle import atomic_dir, inside, recover_dir, sha256_file
-from ..errors import BundleError
-from .base import ACTIVATIONS, BaseHead, HeadError, check_encoder
+from ..errors import BundleError, LwxError
 
 FORMAT = "lwx-edge-head"
 FORMAT_VERSION = 1
+ACTIVATIONS = ("tanh", "relu", "identity")
+# kind -> head class; each BaseHead subclass adds itself (lwx_edge.heads imports them all)
+KINDS: dict[str, type] = {}
+
+
+class HeadError(LwxError):
+    """A head that cannot be saved/loaded, or one used with an encoder it was not fitted on."""
+
+
 HEAD_JSON = "head.json"
 HEAD_NPZ = "head.npz"
 
 _TRAINING_ATTRS = ("dev_score_", "dev_scores_", "C_", "n_iter_", "best_epoch_", "n_epochs_", "history_",
                    "fit_seconds_")
-
-
-def _kinds() -> dict[str, type]:
-    from .logistic import LogisticHead
-    from .mlp import MLPHead
-
-    return {"logistic": LogisticHead, "mlp": MLPHead}
 
 
 def _jsonable(v):
@@ -84,7 +86,7 @@ def save_head(head: BaseHead, path: str | os.PathLike, info: dict | None = None)
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     blob = buf.getvalue()
-    from .. import __version__
+    from .._version import __version__
 
     params = {k: _jsonable(v) for k, v in head.get_params(deep=False).items() if k != "encoder"}
     classes = head.classes_.tolist()
@@ -143,10 +145,9 @@ def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:
     if path.is_file() and path.name == HEAD_JSON:
         path = path.parent
     meta = read_head_meta(path)
-    kinds = _kinds()
-    cls = kinds.get(meta.get("kind"))
+    cls = KINDS.get(meta.get("kind"))
     if cls is None:
-        raise HeadError(f"{path}: unknown head kind {meta.get('kind')!r} (known: {', '.join(kinds)})")
+        raise HeadError(f"{path}: unknown head kind {meta.get('kind')!r} (known: {', '.join(KINDS)})")
     if "encoder" not in meta:  # save_head always writes it (null for a head fitted on vectors)
         raise HeadError(f"{path}: head.json has no 'encoder' entry (damaged or edited); refit the head")
     check_encoder(meta.get("encoder"), encoder, where=f"head {path}")
@@ -215,3 +216,35 @@ def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:
     head.info_ = meta.get("info") or {}
     head.encoder = encoder
     return head
+
+
+def check_encoder(recorded: dict | None, enc, where: str = "the head") -> None:
+    """Refuse an encoder that is not the one a head was fitted on (same weights or model files)."""
+    if enc is None:
+        return
+    if recorded is not None and (not isinstance(recorded, dict) or not recorded.get("sha256")):
+        raise HeadError(f"{where}: its encoder record is malformed (no sha256); refit the head")
+    if recorded is None:
+        warnings.warn(f"{where} does not record which encoder it was fitted on; cannot check that it "
+                      "matches this encoder", UserWarning, stacklevel=3)
+        return
+    ident = enc.identity() if hasattr(enc, "identity") else None
+    if ident is None or not ident.get("sha256"):
+        warnings.warn(f"this encoder has no bundle identity; cannot check that it matches {where}",
+                      UserWarning, stacklevel=3)
+        return
+    ours = set((recorded.get("model_files") or {}).values()) | {recorded["sha256"]}
+    # the file this encoder actually runs must be one the head was fitted with (not merely any file of its bundle)
+    running = (ident.get("model_files") or {}).get(ident.get("artifact") or "") or ident["sha256"]
+    same_model = running in ours
+    tok_a, tok_b = recorded.get("tokenizer_sha256"), ident.get("tokenizer_sha256")
+    same_tok = tok_a is None or tok_b is None or tok_a == tok_b
+    dim_a, dim_b = recorded.get("embedding_dim"), ident.get("embedding_dim")
+    same_dim = dim_a is None or dim_b is None or dim_a == dim_b
+    if not (same_model and same_tok and same_dim):
+        what = "model" if not same_model else "tokenizer" if not same_tok else "embedding size"
+        raise HeadError(
+            f"{where} was fitted on another encoder ({what} differs): fitted on sha256 "
+            f"{recorded['sha256'][:12]}... ({recorded.get('bundle', '?')}), this encoder is "
+            f"{ident['sha256'][:12]}... ({ident.get('bundle', '?')}). A head only works with the encoder it "
+            "was fitted on; refit it on this one (lwx-edge fit BUNDLE data.csv ...)")

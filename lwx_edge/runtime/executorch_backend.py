@@ -12,7 +12,6 @@ sees the file (a damaged program can abort the process inside the runtime).
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import warnings
@@ -20,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BundleError, LwxError
+from .._quiet import native_quiet
+from ..errors import BackendUnavailable, BundleError, LwxError
+from .base import BackendSpec
 
 
 def available() -> tuple[bool, str]:
@@ -58,16 +59,6 @@ def check_program(path: Path) -> None:
                               f"{max(program, seg_base + seg_size)}); re-export it")
 
 
-def _quiet():
-    """Filter ExecuTorch's harmless native log lines (cpuinfo, threadpool resets) while loading."""
-    try:
-        from lwx_edge.export._quiet import native_quiet
-
-        return native_quiet()
-    except Exception:
-        return contextlib.nullcontext()
-
-
 class ExecuTorchBackend:
     """``run(input_ids int64 [n, T], attention_mask int64 [n, T]) -> float32 [n, d]`` with ExecuTorch."""
 
@@ -79,13 +70,11 @@ class ExecuTorchBackend:
     def __init__(self, path: str | os.PathLike, threads: int | None = None, max_batch: int | None = None):
         self.path = Path(path)
         self.threads = threads
-        with _quiet():
+        with native_quiet():  # ExecuTorch's harmless native log lines (cpuinfo, threadpool resets)
             try:
                 import torch  # noqa: F401  (the pybindings exchange torch tensors)
                 from executorch.runtime import Runtime
             except ImportError as e:
-                from ..encoder import BackendUnavailable
-
                 raise BackendUnavailable(
                     f"the ExecuTorch runtime is not installed ({e}); pip install 'lwx-edge[export]' "
                     "(or executorch==1.5.1), or use the ONNX model with backend='onnx'") from None
@@ -166,3 +155,13 @@ def _set_threads(threads: int | None) -> None:
         _pool_threads = int(threads)
     except Exception:
         pass
+
+
+def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> ExecuTorchBackend:
+    return ExecuTorchBackend(path, threads=threads, max_batch=max_batch)
+
+
+BACKEND = BackendSpec(
+    name="executorch", artifacts={"int8": "model.int8.pte", "fp32": "model.pte"}, modules=("executorch", "torch"),
+    install="pip install 'lwx-edge[export]' (ExecuTorch 1.5.1)", open=_open, priority=20, format="pte",
+    exporter="lwx_edge.export.executorch", aliases=("pte",))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BundleError, LwxError
+from ..errors import BackendUnavailable, BundleError, LwxError
+from .base import BackendSpec
 
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "sentence_embedding"
@@ -33,8 +34,6 @@ class OnnxBackend:
         try:
             import onnxruntime as ort
         except ImportError as e:
-            from ..encoder import BackendUnavailable
-
             raise BackendUnavailable(f"onnxruntime is not installed ({e}); pip install onnxruntime") from None
         self.path = Path(path)
         so = ort.SessionOptions()
@@ -78,3 +77,13 @@ class OnnxBackend:
 
     def __repr__(self) -> str:
         return f"OnnxBackend({str(self.path)!r}, threads={self.threads})"
+
+
+def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> OnnxBackend:
+    return OnnxBackend(path, threads=threads)
+
+
+BACKEND = BackendSpec(
+    name="onnx", artifacts={"int8": "model.int8.onnx", "fp32": "model.onnx"}, modules=("onnxruntime",),
+    install="pip install onnxruntime", open=_open, priority=10, format="onnx", exporter="lwx_edge.export.onnx",
+    aliases=("ort",))

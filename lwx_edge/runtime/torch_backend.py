@@ -1,10 +1,15 @@
-"""PyTorch backend: runs a SentenceEncoder (training checkpoints, bundles with safetensors weights)."""
+"""PyTorch backend: runs a SentenceEncoder (training checkpoints, bundles with safetensors weights).
+
+torch is imported when a backend is opened, not with this module (the registry imports every backend module).
+"""
 from __future__ import annotations
 
 import threading
 
 import numpy as np
-import torch
+
+from ..bundle import WEIGHTS
+from .base import BackendSpec
 
 
 class TorchBackend:
@@ -13,16 +18,19 @@ class TorchBackend:
     # splits a batch where padding would cost more than another call (lwx_edge.batching).
     call_overhead = 16.0
 
-    def __init__(self, encoder: torch.nn.Module, device: str | torch.device = "cpu"):
+    def __init__(self, encoder, device="cpu"):
+        import torch
+
         self.encoder = encoder
         self.device = torch.device(device)
         self._lock = threading.Lock()  # eval()/train() toggling is module state
 
-    @torch.no_grad()
     def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        import torch
+
         ids = torch.from_numpy(np.ascontiguousarray(input_ids, dtype=np.int64)).to(self.device)
         mask = torch.from_numpy(np.ascontiguousarray(attention_mask, dtype=np.int64)).to(self.device)
-        with self._lock:
+        with self._lock, torch.no_grad():
             was_training = self.encoder.training
             self.encoder.eval()
             try:
@@ -36,3 +44,17 @@ class TorchBackend:
         from ..checkpoint import load_encoder
 
         return cls(load_encoder(bundle, device=device), device=device)
+
+
+def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> TorchBackend:
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    return TorchBackend.from_bundle(bundle, device=device)
+
+
+BACKEND = BackendSpec(
+    name="torch", artifacts={"fp32": WEIGHTS}, modules=("torch", "safetensors"),
+    install="pip install 'lwx-edge[train]'", open=_open, priority=30, any_precision=True,
+    missing="the torch backend needs the weights (use backend='onnx' or 'executorch' for exported models)")

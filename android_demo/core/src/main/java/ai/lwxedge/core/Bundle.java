@@ -23,7 +23,8 @@ import java.util.Set;
  */
 public final class Bundle {
     public static final String FORMAT = "lwx-edge-bundle";
-    public static final int FORMAT_VERSION = 1;
+    /** Bundle format versions this reads (lwx_edge.bundle: 2 records the text contract in config.json). */
+    public static final int FORMAT_VERSION = 2, OLDEST_FORMAT_VERSION = 1;
     public static final String CONFIG = "config.json";
     public static final String MANIFEST = "manifest.json";
     public static final String TOKENIZER = "tokenizer.model";
@@ -47,8 +48,9 @@ public final class Bundle {
             throw new IOException(root + ": manifest.json is not an lwx-edge bundle manifest");
         }
         Object fv = manifest.get("format_version");
-        if (!(fv instanceof Long) || (Long) fv != FORMAT_VERSION) {
-            throw new IOException(root + ": bundle format version " + fv + " is not supported (this reads " + FORMAT_VERSION + ")");
+        if (!(fv instanceof Long) || (Long) fv < OLDEST_FORMAT_VERSION || (Long) fv > FORMAT_VERSION) {
+            throw new IOException(root + ": bundle format version " + fv + " is not supported (this reads versions "
+                    + OLDEST_FORMAT_VERSION + " to " + FORMAT_VERSION + ")");
         }
         if (!(manifest.get("files") instanceof Map)) {
             throw new IOException(root + ": manifest.json has no file list");

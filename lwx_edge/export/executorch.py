@@ -1,4 +1,5 @@
-"""ExecuTorch ``.pte`` export, lowered to XNNPACK, with dynamic batch and sequence length (EXPORT.md §2, §8).
+"""ExecuTorch ``.pte`` export, lowered to XNNPACK, with dynamic batch and sequence length (EXPORT.md §2, §8): the
+export twin of :mod:`lwx_edge.runtime.executorch_backend`.
 
 The program has one method ``forward(input_ids int64 [B, T], attention_mask int64 [B, T]) ->
 sentence_embedding float32 [B, d]`` with 1 <= B <= max_batch and 1 <= T <= max_len, plus constant methods
@@ -17,6 +18,10 @@ from pathlib import Path
 
 from .versions import package_version
 
+# the facts of an export that its manifest entry and its parity entry record
+MANIFEST_FIELDS = ("max_batch", "backend", "arena_bytes", "delegation", "executorch_version", "runtime_notes")
+PARITY_FIELDS = ("max_batch", "arena_bytes")
+
 
 def available() -> tuple[bool, str]:
     try:
@@ -26,6 +31,14 @@ def available() -> tuple[bool, str]:
     except Exception as e:  # ImportError, or a broken native extension
         return False, f"executorch is not importable ({type(e).__name__}: {e})"
     return True, ""
+
+
+def export(encoder, path: Path, *, int8: bool, max_batch: int, max_len: int, work: Path, metadata: dict,
+           say) -> dict:
+    """Write ``path``; ``metadata`` is for formats that store it (a program has its constant methods)."""
+    say(f"exporting {path.name}: ExecuTorch/XNNPACK {'int8' if int8 else 'fp32'}, batch 1..{max_batch}, "
+        f"seq 1..{max_len}")
+    return export_pte(encoder, path, int8=int8, max_batch=max_batch, max_len=max_len)
 
 
 def export_pte(encoder, path: str | os.PathLike, *, int8: bool, max_batch: int, max_len: int) -> dict:

@@ -1,4 +1,5 @@
-"""ONNX export with the dynamo exporter (opset 18), dynamic batch and sequence axes (EXPORT.md §4).
+"""ONNX export with the dynamo exporter (opset 18), dynamic batch and sequence axes (EXPORT.md §4): the export
+twin of :mod:`lwx_edge.runtime.onnx_backend`.
 
 Inputs ``input_ids`` / ``attention_mask`` (int64 [batch, seq], 1 = token), output ``sentence_embedding``
 (float32 [batch, d], the raw mean-pooled vector). The maximum length and the tokenizer are recorded in the
@@ -8,8 +9,13 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from .versions import package_version
+
+# the facts of an export that its manifest entry records
+MANIFEST_FIELDS = ("opset", "exporter", "onnxruntime_version")
+PARITY_FIELDS: tuple[str, ...] = ()
 
 
 def available() -> tuple[bool, str]:
@@ -20,6 +26,20 @@ def available() -> tuple[bool, str]:
     except Exception as e:
         return False, f"onnx/onnxscript/onnxruntime are not importable ({type(e).__name__}: {e})"
     return True, ""
+
+
+def export(encoder, path: Path, *, int8: bool, max_batch: int, max_len: int, work: Path, metadata: dict,
+           say) -> dict:
+    """Write ``path`` (fp32, or int8 by dynamic quantization of the fp32 model), with ``metadata`` in it."""
+    precision = "int8" if int8 else "fp32"
+    say(f"exporting {path.name}: ONNX {precision} (dynamo, opset 18), dynamic batch, seq 1..{max_len}")
+    fp32_path = work / "model.fp32.onnx" if int8 else path
+    facts = export_onnx(encoder, fp32_path, max_len=max_len)
+    if int8:
+        facts.update(quantize(fp32_path, path, work))
+        fp32_path.unlink()
+    finalize(path, metadata)
+    return facts
 
 
 def export_onnx(encoder, path: str | os.PathLike, *, max_len: int) -> dict:

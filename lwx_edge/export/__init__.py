@@ -17,6 +17,8 @@ Inputs ``input_ids`` / ``attention_mask`` (int64 [batch, seq], 1 = token); outpu
 (float32 [batch, d], the raw mean-pooled vector, not L2-normalised). The tokenizer is the bundle's
 ``tokenizer.model`` applied to ``lwx_edge.text.normalize(text)``.
 
+Each format is a backend of the registry (:mod:`lwx_edge.runtime`) whose export twin sits here
+(``onnx.py``, ``executorch.py``): the twin writes the file, the backend runs it for the parity checks.
 Nothing is written unless every artefact passes its parity checks; a failed export leaves the bundle as it
 was. This package imports torch, ExecuTorch and ONNX lazily; the artefacts themselves need only
 onnxruntime or the ExecuTorch runtime.
@@ -24,6 +26,7 @@ onnxruntime or the ExecuTorch runtime.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 import shutil
@@ -32,20 +35,19 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from lwx_edge.errors import BundleError, InputError, LwxError
-
+from .. import runtime
+from ..bundle import MANIFEST, PARITY, TOKENIZER, WEIGHTS, Bundle, sha256_file
+from ..errors import BundleError, InputError, LwxError
 from .parity import Thresholds
 
 __all__ = ["export_bundle", "ExportError", "ParityError", "Thresholds", "FORMATS", "artifact_name",
            "PARITY_FILE"]
 
-FORMATS = ("pte", "onnx")
-PARITY_FILE = "parity.json"
+PARITY_FILE = PARITY
 INPUTS = {"input_ids": "int64 [batch, seq]", "attention_mask": "int64 [batch, seq], 1 = token"}
 TOKENIZER_RUNTIME = "sentencepiece / pytorch_tokenizers CppSPTokenizer"
 TEXT_NORMALIZATION = ("lwx_edge.text.normalize before SentencePiece: NFKC, typographic quotes/dashes to ASCII, "
                       "whitespace collapsed, lowercase; texts longer than max_len keep their first max_len tokens")
-_BASE_MANIFEST_KEYS = ("format", "format_version", "lwx_edge_version", "created", "files")
 
 
 class ExportError(LwxError):
@@ -60,11 +62,25 @@ class ParityError(ExportError):
         self.report = report
 
 
+def _exportable() -> dict[str, runtime.BackendSpec]:
+    """The backends export can make, by ``--format`` name."""
+    return {spec.format: spec for spec in runtime.backends() if spec.format and spec.exporter}
+
+
+def __getattr__(name: str):
+    if name == "FORMATS":  # the registry's export formats, as it is now
+        return tuple(_exportable())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def artifact_name(fmt: str, int8: bool) -> str:
-    return "model" + (".int8" if int8 else "") + {"pte": ".pte", "onnx": ".onnx"}[fmt]
+    return _exportable()[fmt].artifacts["int8" if int8 else "fp32"]
 
 
 def _parse_formats(formats) -> tuple[str, ...]:
+    known = tuple(_exportable())
+    if formats is None:
+        return known
     if isinstance(formats, str):
         formats = [f for f in formats.split(",")]
     try:
@@ -72,9 +88,9 @@ def _parse_formats(formats) -> tuple[str, ...]:
     except TypeError:
         raise InputError(f"formats must be a list like ['pte', 'onnx'], got {formats!r}") from None
     items = [f for f in items if f]
-    bad = [f for f in items if f not in FORMATS]
+    bad = [f for f in items if f not in known]
     if bad or not items:
-        raise InputError(f"unknown export format(s) {bad or formats!r}; choose from {', '.join(FORMATS)}")
+        raise InputError(f"unknown export format(s) {bad or formats!r}; choose from {', '.join(known)}")
     return tuple(dict.fromkeys(items))
 
 
@@ -114,13 +130,11 @@ def _resolve_target(bundle, out) -> tuple[Path, bool]:
     if out.exists() and not out.is_dir():
         raise ExportError(f"cannot write to output directory {out}: it is a file")
     if out.exists() and any(out.iterdir()):
-        from lwx_edge.bundle import WEIGHTS, Bundle
-
         try:
             other = Bundle.load(out)
             same = (other.has(WEIGHTS) and other.sha256(WEIGHTS) == bundle.sha256(WEIGHTS)
                     and other.config.get("model") == bundle.config.get("model")
-                    and other.sha256("tokenizer.model") == bundle.sha256("tokenizer.model"))
+                    and other.sha256(TOKENIZER) == bundle.sha256(TOKENIZER))
         except LwxError:
             same = False
         if not same:
@@ -142,26 +156,17 @@ def _read_json(path: Path) -> dict:
 
 def _merge_and_write_metadata(target: Path, new_entries: dict, new_report: dict) -> tuple[dict, dict]:
     """Rewrite parity.json (merged with still-valid older entries) and manifest.json (hashes + artifacts)."""
-    from lwx_edge.bundle import MANIFEST, sha256_file, write_json_atomic, write_manifest
+    from ..bundle import update_manifest, write_json_atomic
 
-    old_parity = _read_json(target / PARITY_FILE)
+    old_parity = _read_json(target / PARITY)
     kept = {}
     for name, e in (old_parity.get("artifacts") or {}).items():
         p = target / name
         if name not in new_entries and p.is_file() and isinstance(e, dict) and e.get("sha256") == sha256_file(p):
             kept[name] = e
     parity = {**new_report, "artifacts": {**kept, **new_report["artifacts"]}}
-    write_json_atomic(target / PARITY_FILE, parity)
-
-    old_manifest = _read_json(target / MANIFEST)
-    info = {k: v for k, v in old_manifest.items() if k not in _BASE_MANIFEST_KEYS}
-    info.setdefault("training", {})
-    arts = {n: e for n, e in (info.get("artifacts") or {}).items()
-            if n not in new_entries and (target / n).is_file()}
-    arts.update(new_entries)
-    info["artifacts"] = arts
-    manifest = write_manifest(target, info)
-    return parity, manifest
+    write_json_atomic(target / PARITY, parity)
+    return parity, update_manifest(target, new_entries)
 
 
 def _install_hint(what: str) -> str:
@@ -169,12 +174,13 @@ def _install_hint(what: str) -> str:
             "(on CPU-only machines pin the CPU torch wheel, e.g. pip install torch==2.13.0 'lwx-edge[export]')")
 
 
-def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str = FORMATS, int8: bool = False,
+def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | None = None, int8: bool = False,
                   max_batch: int = 16, max_len: int | None = None, out: str | os.PathLike | None = None,
                   *, min_cos_mean: float | None = None, min_cos_min: float | None = None,
                   thresholds: Thresholds | None = None, log: Callable[[str], None] | None = None,
                   quiet: bool = True) -> dict:
     """Export a bundle to ExecuTorch and/or ONNX (fp32, or int8 with ``int8=True``) and check parity.
+    ``formats``: names from :data:`FORMATS` (default: all of them).
 
     Returns the parity report of this run (``report["artifacts"][name]`` per artefact, plus
     ``report["output_dir"]`` and ``report["paths"]``). Raises ``BundleError`` for a missing/corrupt/mismatched
@@ -183,7 +189,7 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str = 
     >= ``min_cos_mean`` (0.999) and min >= ``min_cos_min`` (0.99) against fp32 eager; fp32: near-identical
     and batch-invariant within 1e-5). On any error nothing is left behind.
     """
-    from . import _quiet
+    from .. import _quiet
 
     say = log or (lambda msg: None)
     fmts = _parse_formats(formats)
@@ -196,8 +202,6 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str = 
     if min_cos_min is not None:
         th.int8_min_cos_min = float(min_cos_min)
 
-    from lwx_edge.bundle import TOKENIZER, WEIGHTS, Bundle
-
     bundle = Bundle.load(bundle_dir)  # BundleError: missing, corrupt, truncated, wrong format
     if not bundle.has(WEIGHTS):
         raise BundleError(f"{bundle.path}: bundle has no {WEIGHTS}; export needs a bundle with trained weights")
@@ -206,14 +210,14 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str = 
     except ImportError:
         raise ExportError(_install_hint("torch is not installed")) from None
     for fmt in fmts:
-        mod = __import__(f"{__name__}.{'executorch' if fmt == 'pte' else 'onnx'}", fromlist=["available"])
+        if ("int8" if int8 else "fp32") not in _exportable()[fmt].artifacts:
+            raise InputError(f"the {fmt} format has no {'int8' if int8 else 'fp32'} model")
         with _quiet.quiet(quiet):
-            ok, why = mod.available()
+            ok, why = importlib.import_module(_exportable()[fmt].exporter).available()
         if not ok:
             raise ExportError(_install_hint(f"cannot export {fmt}: {why}"))
 
-    from lwx_edge.checkpoint import load_encoder
-    from lwx_edge.tokenizer import Tokenizer
+    from ..checkpoint import load_encoder
 
     encoder = load_encoder(bundle)  # BundleError: unreadable or mismatched weights
     cfg = encoder.config
@@ -221,13 +225,7 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str = 
         max_len = int(cfg.max_len)
     if max_len > cfg.max_len:
         raise InputError(f"max_len {max_len} exceeds the model's max_len {cfg.max_len} (its position table)")
-    try:
-        tokenizer = Tokenizer(bundle.file(TOKENIZER), max_len=max_len)
-    except InputError as e:
-        raise BundleError(f"{bundle.path}: {e}") from None
-    if tokenizer.vocab_size > cfg.vocab_size:
-        raise BundleError(f"{bundle.path}: tokenizer.model has {tokenizer.vocab_size} pieces but the model's "
-                          f"vocabulary is {cfg.vocab_size}: tokenizer and weights do not belong together")
+    tokenizer = bundle.tokenizer(max_len=max_len)  # BundleError: a text contract we do not apply, wrong vocab
     target, new_copy = _resolve_target(bundle, out)
 
     with _quiet.quiet(quiet):
@@ -252,10 +250,9 @@ def _remove_stale_work_dirs() -> None:
 def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, target, new_copy, say, quiet) -> dict:
     import torch
 
-    from lwx_edge import __version__
-    from lwx_edge.bundle import atomic_dir, sha256_file
-
-    from . import _quiet
+    from .. import _quiet
+    from .._version import __version__
+    from ..bundle import atomic_dir, inside
     from . import parity as P
 
     _remove_stale_work_dirs()
@@ -264,34 +261,24 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
         staged: dict[str, Path] = {}
         facts: dict[str, dict] = {}
         precision = "int8" if int8 else "fp32"
+        metadata = {"lwx_edge.max_len": max_len, "lwx_edge.tokenizer": TOKENIZER, "lwx_edge.precision": precision,
+                    "lwx_edge.output": "sentence_embedding", "lwx_edge.text_normalization": TEXT_NORMALIZATION,
+                    "lwx_edge.version": __version__}
+        specs = {}
         for fmt in fmts:
-            name = artifact_name(fmt, int8)
+            spec = _exportable()[fmt]
+            name = spec.artifacts[precision]
             path = work / name
             try:
-                if fmt == "pte":
-                    from .executorch import export_pte
-
-                    say(f"exporting {name}: ExecuTorch/XNNPACK {precision}, batch 1..{max_batch}, "
-                        f"seq 1..{max_len}")
-                    facts[name] = export_pte(encoder, path, int8=int8, max_batch=max_batch, max_len=max_len)
-                else:
-                    from . import onnx as O
-
-                    say(f"exporting {name}: ONNX {precision} (dynamo, opset 18), dynamic batch, seq 1..{max_len}")
-                    fp32_path = work / "model.fp32.onnx" if int8 else path
-                    facts[name] = O.export_onnx(encoder, fp32_path, max_len=max_len)
-                    if int8:
-                        facts[name].update(O.quantize(fp32_path, path, work))
-                        fp32_path.unlink()
-                    O.finalize(path, {"lwx_edge.max_len": max_len, "lwx_edge.tokenizer": "tokenizer.model",
-                                      "lwx_edge.precision": precision, "lwx_edge.output": "sentence_embedding",
-                                      "lwx_edge.text_normalization": TEXT_NORMALIZATION,
-                                      "lwx_edge.version": __version__})
+                facts[name] = importlib.import_module(spec.exporter).export(
+                    encoder, path, int8=int8, max_batch=max_batch, max_len=max_len, work=work, metadata=metadata,
+                    say=say)
             except LwxError:
                 raise
             except Exception as e:
                 raise ExportError(f"exporting {name} failed: {type(e).__name__}: {e}") from e
             staged[name] = path
+            specs[name] = spec
 
         # ------------------------------------------------------------------ parity
         say("checking parity against the fp32 PyTorch encoder")
@@ -307,22 +294,15 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
         manifest_entries: dict[str, dict] = {}
         failures: list[str] = []
         for name, path in staged.items():
-            f = facts[name]
+            f, twin = facts[name], importlib.import_module(specs[name].exporter)
             with _quiet.native_quiet() if quiet else _nullcontext():
-                if f["format"] == "executorch":  # the SDK's runtimes: parity is measured on what apps run
-                    from lwx_edge.runtime.executorch_backend import ExecuTorchBackend
-
-                    runner = ExecuTorchBackend(path, max_batch=max_batch)
-                else:
-                    from lwx_edge.runtime.onnx_backend import OnnxBackend
-
-                    runner = OnnxBackend(path)
+                # the SDK's runtimes: parity is measured on what apps run
+                runner = specs[name].open(path, None, max_batch=max_batch)
                 art, shapes = P.run_modes(runner.run, probe.ids, sizes)
             del runner
             entry = {"format": f["format"], "precision": precision, "bytes": path.stat().st_size,
                      "sha256": sha256_file(path), "max_len": max_len,
-                     **({"max_batch": max_batch, "arena_bytes": f["arena_bytes"]} if f["format"] == "executorch"
-                        else {}),
+                     **{k: f[k] for k in twin.PARITY_FIELDS if k in f},
                      **P.compare(ref, art), "shapes": shapes, "batch_sizes": sizes}
             fails = P.check(entry, th)
             entry["passed"] = not fails
@@ -335,15 +315,12 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
             failures += [f"{name}: {x}" for x in fails]
             manifest_entries[name] = {
                 "format": f["format"], "precision": precision, "quantization": f["quantization"],
-                **({"max_batch": max_batch} if f["format"] == "executorch" else {}),
                 "max_len": max_len, "inputs": dict(INPUTS),
                 "output": {"sentence_embedding": f"float32 [batch, {encoder.config.d_model}]"},
                 "output_note": "raw mean-pooled vector u (not L2-normalised)",
-                "tokenizer": "tokenizer.model", "tokenizer_runtime": TOKENIZER_RUNTIME,
+                "tokenizer": TOKENIZER, "tokenizer_runtime": TOKENIZER_RUNTIME,
                 "text_normalization": TEXT_NORMALIZATION,
-                **({k: f[k] for k in ("backend", "arena_bytes", "delegation", "executorch_version",
-                                      "runtime_notes") if k in f} if f["format"] == "executorch" else
-                   {k: f[k] for k in ("opset", "exporter", "onnxruntime_version") if k in f}),
+                **{k: f[k] for k in twin.MANIFEST_FIELDS if k in f},
                 "parity": {"cos_mean": round(entry["cos_mean"], 7), "cos_min": round(entry["cos_min"], 7),
                            "max_abs_diff": entry["max_abs_diff"], "passed": entry["passed"]},
                 "exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -354,7 +331,7 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
         report = {
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "lwx_edge_version": __version__,
-            "bundle": {"weights_sha256": bundle.sha256("model.safetensors"), "model": bundle.config["model"]},
+            "bundle": {"weights_sha256": bundle.sha256(WEIGHTS), "model": bundle.config["model"]},
             "reference": {"runtime": f"torch {torch.__version__} eager fp32 (lwx_edge.model.SentenceEncoder)",
                           "batch_invariance": P.batch_invariance(ref), "shapes": ref_shapes},
             "batch_sizes": sizes,
@@ -371,11 +348,9 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
 
         # ------------------------------------------------------------------ commit
         say(f"writing {', '.join(staged)} into {target}")
-        from lwx_edge.bundle import Bundle, inside
-
         base = bundle if new_copy else Bundle.load(target, verify=False)
         with atomic_dir(target) as tmp:  # the whole bundle swaps at once: a kill leaves the old or the new one
-            for rel in [*base.manifest["files"], "manifest.json"]:
+            for rel in [*base.manifest["files"], MANIFEST]:
                 if rel not in staged and inside(base.path, rel).is_file():
                     (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(base.path / rel, tmp / rel)

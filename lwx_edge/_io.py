@@ -1,0 +1,159 @@
+"""Atomic file and directory writes, and file hashing: the one writer every module uses (torch-free).
+
+A file is written to a temporary sibling and renamed into place; a directory is assembled in a temporary
+sibling and swapped in. A reader never sees half a file.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from .errors import InputError
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, exclusive: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds.
+
+    A symlink is followed (its target is replaced, the link kept); a FIFO, device or pipe (``/dev/stdout``,
+    ``-o >(cmd)``) is written through once the block succeeds, never replaced by a regular file.
+    ``exclusive``: never replace an existing ``path``; raise ``FileExistsError`` if another writer took it."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory (give a file name)")
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        with _temporary(Path(tempfile.gettempdir()), path.name) as tmp:
+            yield tmp
+            try:
+                with open(tmp, "rb") as src, open(path, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except OSError as e:
+                raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        return
+    path = path.resolve() if path.is_symlink() else path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{path}: cannot create its directory ({e.strerror or e})") from None
+    with _temporary(path.parent, path.name) as tmp:
+        yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a bundle is meant to be copied and shared
+        _fsync(tmp)
+        try:
+            _publish(tmp, path) if exclusive else os.replace(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError as e:
+            raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        _fsync(path.parent)
+
+
+def _publish(tmp: Path, path: Path) -> None:
+    """Give ``tmp`` the name ``path`` unless it exists (a hard link is atomic; without links, a check)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:  # a filesystem without hard links
+        if path.exists():
+            raise FileExistsError(path) from None
+        os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _temporary(directory: Path, name: str) -> Iterator[Path]:
+    """A temporary file in ``directory``, removed unless the block moved it away."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise InputError(f"{directory / name}: cannot write here ({e.strerror or e})") from None
+    os.close(fd)
+    try:
+        yield Path(tmp)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    with atomic_file(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json_atomic(path: str | os.PathLike, obj) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def _fsync(path: str | os.PathLike) -> None:
+    """Flush a file or directory to disk (so a rename never publishes data still in the page cache)."""
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if os.path.isdir(path) else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory next to ``path``; on success it replaces ``path`` (old one removed).
+
+    The swap is two renames (``path`` → ``.NAME.old-*``, temporary → ``path``); a kill between them leaves no
+    ``path``, which :func:`recover_dir` (called here first, and by readers) puts back."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    recover_dir(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o755)
+        for f in tmp.rglob("*"):
+            if f.is_file():
+                os.chmod(f, 0o644)
+                _fsync(f)
+        _fsync(tmp)
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.time_ns()}")
+            os.replace(path, old)
+        os.replace(tmp, path)
+        _fsync(path.parent)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def recover_dir(path: str | os.PathLike, clean_tmp: bool = False) -> Path:
+    """Undo what a kill during :func:`atomic_dir` left behind. If ``path`` is missing but its previous version
+    waits as ``.NAME.old-*`` (killed between the two renames), rename the newest one back; remove ``.old-*``
+    copies once ``path`` exists. ``clean_tmp`` also removes unfinished ``.NAME.*.tmp`` directories: only for
+    the single writer of ``path`` (e.g. the trainer of a run directory), never while another may be writing."""
+    path = Path(path)
+    olds = sorted(path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime)
+    if olds and not path.exists():
+        os.replace(olds.pop(), path)
+        _fsync(path.parent)
+    if path.exists():
+        for old in olds:
+            shutil.rmtree(old, ignore_errors=True)
+    if clean_tmp:
+        for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+    return path

@@ -1,0 +1,48 @@
+"""What a backend is: the ``Backend`` protocol and the ``BackendSpec`` a backend module declares."""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+
+
+class Backend(Protocol):
+    name: str
+    call_overhead: float  # one call's own cost in row·token steps (lwx_edge.batching.plan_batches)
+
+    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What ``Encoder.load`` and ``export_bundle`` need to know of a backend.
+
+    ``open(path, bundle, *, threads=None, max_batch=None, device="cpu") -> Backend`` opens ``path`` (one of
+    ``artifacts``, inside ``bundle``: a :class:`lwx_edge.bundle.Bundle`, or None for a file being exported).
+    """
+
+    name: str
+    artifacts: dict[str, str]           # precision -> file name, the preferred first
+    modules: tuple[str, ...]            # importable modules the runtime needs
+    install: str                        # how to install them
+    open: Callable[..., Backend]
+    priority: int                       # backend="auto" tries the lowest first
+    format: str | None = None           # its ``lwx-edge export --format`` name; None: not made by export
+    exporter: str | None = None         # the module of its export twin
+    aliases: tuple[str, ...] = ()
+    any_precision: bool = False         # its one file serves every precision= request (torch: fp32 weights)
+    missing: str = ""                   # why a bundle without its files cannot use it ("" : run the export)
+
+    def installed(self) -> bool:
+        for mod in self.modules:
+            try:
+                if importlib.util.find_spec(mod) is None:
+                    return False
+            except (ImportError, ValueError):  # a blocked or half-imported module
+                return False
+        return True
+
+    def export_hint(self, bundle) -> str:
+        return f"lwx-edge export {bundle} --int8 --format {self.format}"

@@ -1,0 +1,119 @@
+"""The backend registry: adding a backend is two files, its runtime module and its export twin. Here both are
+written into a temporary folder, registered, exported through ``export_bundle`` and loaded through
+``Encoder.load`` without changing anything in lwx_edge."""
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from lwx_edge import Encoder, encoder, runtime
+
+BACKEND_FILE = '''
+"""A toy backend: the encoder's weights in model.npz (its config beside them), run by PyTorch."""
+import json
+
+import numpy as np
+
+from lwx_edge.runtime import BackendSpec
+
+
+class NpzBackend:
+    name = "npz"
+    call_overhead = 16.0
+
+    def __init__(self, path):
+        import torch
+
+        from lwx_edge.model import ModelConfig, SentenceEncoder
+
+        with np.load(path) as z:
+            config = json.loads(str(z["config"]))
+            state = {k: torch.from_numpy(z[k]) for k in z.files if k != "config"}
+        self.model = SentenceEncoder(ModelConfig.from_dict(config)).eval()
+        self.model.load_state_dict(state)
+        self.dim = config["d_model"]
+
+    def run(self, input_ids, attention_mask):
+        import torch
+
+        with torch.no_grad():
+            return self.model(torch.from_numpy(input_ids), torch.from_numpy(attention_mask)).numpy()
+
+
+BACKEND = BackendSpec(
+    name="npz", artifacts={"fp32": "model.npz"}, modules=("numpy", "torch"), install="pip install torch",
+    open=lambda path, bundle=None, **options: NpzBackend(path), priority=100, format="npz",
+    exporter="toy_export")
+'''
+
+EXPORT_FILE = '''
+"""The export twin of toy_backend: writes model.npz."""
+import json
+
+import numpy as np
+
+MANIFEST_FIELDS = ("tensors",)
+PARITY_FIELDS = ()
+
+
+def available():
+    return True, ""
+
+
+def export(encoder, path, *, int8, max_batch, max_len, work, metadata, say):
+    say(f"exporting {path.name}: npz fp32")
+    state = {k: v.detach().numpy() for k, v in encoder.state_dict().items()}
+    with open(path, "wb") as f:
+        np.savez(f, config=np.array(json.dumps(encoder.config.to_dict())), **state)
+    return {"format": "npz", "quantization": "none (fp32)", "tensors": len(state)}
+'''
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    src = tmp_path / "toy"
+    src.mkdir()
+    (src / "toy_backend.py").write_text(textwrap.dedent(BACKEND_FILE))
+    (src / "toy_export.py").write_text(textwrap.dedent(EXPORT_FILE))
+    monkeypatch.syspath_prepend(str(src))
+    import toy_backend
+
+    runtime.register(toy_backend.BACKEND)
+    yield toy_backend.BACKEND
+    runtime.REGISTRY.pop("npz")
+    for mod in ("toy_backend", "toy_export"):
+        sys.modules.pop(mod, None)
+
+
+def test_builtin_backends_come_from_the_registry():
+    assert encoder.BACKENDS == ("auto", "onnx", "executorch", "torch")
+    assert encoder.ARTIFACTS[0] == ("onnx", "model.int8.onnx", "int8")
+    assert runtime.get("pte").name == "executorch" and runtime.get("ort").name == "onnx"
+
+
+def test_a_backend_added_in_two_files_exports_and_loads(toy, tiny_bundle, tmp_path):
+    pytest.importorskip("torch")
+    from lwx_edge.export import FORMATS, artifact_name, export_bundle
+
+    assert "npz" in FORMATS and artifact_name("npz", False) == "model.npz" and "npz" in encoder.BACKENDS
+    out = tmp_path / "bundle"
+    report = export_bundle(tiny_bundle, formats="npz", out=out)
+    assert report["artifacts"]["model.npz"]["passed"]
+    assert report["manifest_artifacts"]["model.npz"]["tensors"] > 0
+
+    enc = Encoder.load(out, backend="npz")
+    assert enc.backend_name == "npz" and enc.artifact == "model.npz" and enc.precision == "fp32"
+    texts = ["a cat on the sofa", "un chat sur le canapé"]
+    ref = Encoder.load(out, backend="torch").embed(texts)
+    assert np.abs(enc.embed(texts) - ref).max() < 1e-6
+    assert Encoder.load(out).backend_name == "torch"  # "auto" tries it last (priority 100)
+
+    runtime.REGISTRY.pop("npz")
+    with pytest.raises(Exception, match="unknown backend 'npz'"):
+        Encoder.load(out, backend="npz")
+    runtime.register(toy)
+    shutil.rmtree(out)
