@@ -5,11 +5,15 @@
 Objective (METHOD.md §3, §5): L = w_gen·L_gen + w_align·L_align + w_sim·L_sim + w_kd·L_KD
 + w_mono·L_KD(mono) [+ w_distance·L_cT-LASER + w_ranking·L_rank]. Every weight can be 0 (ablations).
 
+The terms are the registry :data:`lwx_edge.losses.LOSSES`: adding one is its function, a registry entry and
+a :class:`LossWeights` field.
+
 DDP and in-batch negatives: ``batch_size`` is the *global* batch. Every rank cuts its contiguous slice
-of the same global batch, all-gathers u and v with autograd (``torch.distributed.nn``) and computes the
-batch-level losses (align, sim, distance, ranking) over the whole global batch, so their negatives are
-exactly those of a single process. Per-pair losses (generative, distillation) are means over the local
-slice; DDP's gradient averaging turns both into the single-process gradient.
+of the same global batch, all-gathers the inputs of the batch-level losses (align, sim, distance, ranking,
+rel: u, v, the teacher vectors) with autograd (``torch.distributed.nn``) and computes them over the whole
+global batch, so their negatives are exactly those of a single process. Per-pair losses (generative,
+distillation) are means over the local slice; DDP's gradient averaging turns both into the single-process
+gradient.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from .bundle import recover_dir, write_json_atomic, write_text_atomic
 from .checkpoint import load_checkpoint, save_bundle, save_checkpoint
 from .data.batches import MonoBatcher, PairBatcher, slice_rows, tokenize_pairs
 from .errors import LwxError
+from .losses.registry import active, gathered
 from .model import DualEncoderModel, ModelConfig
 from .tokenizer import Tokenizer, train_tokenizer
 
@@ -104,16 +109,31 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
+        return cls().update(d)
+
+    @classmethod
+    def from_files(cls, paths: list) -> "TrainConfig":
+        """The defaults overlaid with each JSON file in turn (a recipe, then overlays such as an ablation's)."""
+        cfg = cls()
+        for path in paths:
+            try:
+                d = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as e:
+                raise LwxError(f"{path}: cannot read the config file ({e})") from None
+            cfg.update(d)
+        return cfg
+
+    def update(self, d: dict) -> "TrainConfig":
+        """Overlay the fields of ``d`` (sections ``model`` and ``weights`` field by field), type-checked."""
         if not isinstance(d, dict):
             raise LwxError(f"a training config is a JSON object, got {type(d).__name__}")
-        cfg = cls()
         for key, value in d.items():
             if key in ("model", "weights") and isinstance(value, dict):
                 for k, v in value.items():
-                    cfg.set_value(f"{key}.{k}", v)
+                    self.set_value(f"{key}.{k}", v)
             else:
-                cfg.set_value(key, value)
-        return cfg
+                self.set_value(key, value)
+        return self
 
     def set(self, key: str, value: str) -> None:
         """Override one field from a ``key=value`` string, e.g. ``weights.sim=0`` or ``model.n_layers=1``
@@ -290,43 +310,30 @@ class _Log:
 
 # ---- the step ---------------------------------------------------------------------------------------
 
+def loss_inputs(out: dict, batch: dict, cfg: TrainConfig) -> dict:
+    """What the losses read (METHOD §5): the batch fields, the forward outputs (u, v in fp32), and the distilled
+    vectors ``kd_a``, ``kd_b``, ``kd_mono``: g(·) with the training-only projection, or the output itself
+    (unit length, √d scale)."""
+    x = {**batch, **out, "u": out["u"].float(), "v": out["v"].float()}
+    if cfg.kd_space == "projection":
+        x.update({f"kd_{k}": out[f"proj_{k}"] for k in ("a", "b", "mono") if f"proj_{k}" in out})
+    else:
+        x.update({f"kd_{k}": L.output_targets(out[name]) for k, name in (("a", "u"), ("b", "v"), ("mono", "mono"))
+                  if name in out})
+    return x
+
+
 def compute_losses(out: dict, batch: dict, cfg: TrainConfig, world: int) -> dict[str, torch.Tensor]:
-    """All enabled loss terms for one (local) batch; batch-level terms see the global batch."""
-    w = cfg.weights
-    terms: dict[str, torch.Tensor] = {}
-    if w.gen:
-        terms["gen"] = L.generative_loss(out["logits_a"], out["logits_b"], batch["ids_a"], batch["ids_b"],
-                                         batch["masked_side"], batch["masked_token"], mode=cfg.gen_mode)
-    u, v = out["u"].float(), out["v"].float()
-    if world > 1 and (w.align or w.sim or w.distance or w.ranking or w.rel):
+    """Every loss of the registry (:data:`lwx_edge.losses.LOSSES`) that runs on this (local) batch; under DDP the
+    batch-level ones read all-gathered inputs, so they see the global batch."""
+    x = loss_inputs(out, batch, cfg)
+    losses = active(cfg.weights, x)
+    glob = x
+    if world > 1:
         from torch.distributed.nn.functional import all_gather
 
-        u, v = torch.cat(all_gather(u)), torch.cat(all_gather(v))
-    if w.align:
-        terms["align"] = L.alignment_loss(u, v)
-    if w.sim:
-        terms["sim"] = L.similarity_loss(u, v)
-    if w.distance:
-        terms["distance"] = L.distance_constraint_loss(u, v)
-    if w.ranking:
-        terms["ranking"] = L.ranking_loss(u, v)
-    if w.rel and "teacher" in batch:
-        teacher = batch["teacher"]
-        if world > 1:
-            from torch.distributed.nn.functional import all_gather
-
-            teacher = torch.cat(all_gather(teacher))
-        terms["rel"] = L.relational_loss(u, v, teacher)
-    # the distilled vectors: g(·) with the training-only projection, or the output itself (unit length, √d scale)
-    if cfg.kd_space == "projection":
-        pred = {k: out[f"proj_{k}"] for k in ("a", "b", "mono") if f"proj_{k}" in out}
-    else:
-        pred = {k: L.output_targets(out[name]) for k, name in (("a", "u"), ("b", "v"), ("mono", "mono")) if name in out}
-    if w.kd and "a" in pred and "teacher" in batch:
-        terms["kd"] = L.distillation_loss(pred["a"], pred["b"], batch["teacher"])
-    if w.mono and "mono" in pred and "mono_teacher" in batch:
-        terms["mono"] = L.mono_distillation_loss(pred["mono"], batch["mono_teacher"])
-    return terms
+        glob = {**x, **{k: torch.cat(all_gather(x[k])) for k in gathered(losses)}}
+    return {loss.name: loss(glob if loss.batch_level else x, cfg) for loss in losses}
 
 
 def total_loss(terms: dict[str, torch.Tensor], weights: LossWeights) -> torch.Tensor:
@@ -436,9 +443,8 @@ class Trainer:
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
-            unused = not all([cfg.weights.gen, cfg.weights.kd or not teacher_dim])
             self.ddp = DDP(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
-                           find_unused_parameters=unused)
+                           find_unused_parameters=self._has_unused_parameters())
         self.forward = torch.compile(self.ddp) if cfg.compile else self.ddp
         self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if self.device.type == "cuda"
                          else torch.autocast("cpu", enabled=False))
@@ -508,6 +514,19 @@ class Trainer:
         c = self.model.center_output(ids.to(self.device), mask.to(self.device))
         self.log(f"token table initialised from the teacher's vectors of the {len(vectors):,} pieces; "
                  f"output centred (mean sentence vector of norm {float(c.norm()):.2f} removed)")
+
+    def _has_unused_parameters(self) -> bool:
+        """Whether the losses that run leave some parameter without a gradient (DDP must then look for such
+        parameters every step): one forward and backward of this rank's first batch, in eval mode (no dropout
+        draws), with the trainer's own :func:`compute_losses`."""
+        batch = _to_device(slice_rows(self._global_batch(0), self.rank, self.world), self.device)
+        self.model.eval()
+        out = self.model(batch["ids_a"], batch["mask_a"], batch["ids_b"], batch["mask_b"], batch.get("mono_ids"),
+                         batch.get("mono_mask"))
+        self.model.train()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        loss = total_loss(compute_losses(out, batch, self.cfg, 1), self.cfg.weights)
+        return any(g is None for g in torch.autograd.grad(loss, params, allow_unused=True))
 
     # -- training --
     def _global_batch(self, step: int) -> dict[str, np.ndarray]:

@@ -1,4 +1,5 @@
-"""tools/ablations.py: every row of the ablation table trains with exactly the losses its name says."""
+"""tools/ablations.py and recipes/ablations/: every row of the ablation table trains with exactly the losses its
+name says."""
 from __future__ import annotations
 
 import importlib.util
@@ -20,7 +21,7 @@ def configured(name: str, tmp_path, monkeypatch):
 
     seen = []
     monkeypatch.setattr(lwx_edge.train, "train", lambda cfg, resume=False: seen.append(cfg) or {})
-    args = ["train", *ablations.RECIPE, *ablations.VARIANTS[name][1], "--out", str(tmp_path), "--max-steps", "600"]
+    args = ["train", *ablations.configs(name), "--out", str(tmp_path), "--max-steps", "600"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     return seen[0]
@@ -44,3 +45,8 @@ def test_the_table_has_the_papers_rows_and_an_optional_loss():
     names = set(ablations.VARIANTS)
     assert {"ugt", "ugt+align", "ugt+align+sim", "ugt+kd", "ugt+align+kd", "ugt+align+sim+kd", "kd"} <= names
     assert any("ranking" in n or "distance" in n for n in names)
+
+
+def test_every_overlay_file_is_a_row_of_the_table():
+    files = {p.stem for p in ablations.RECIPES.glob("*.json")} - {ablations.BASE.stem}
+    assert files == set(ablations.VARIANTS)

@@ -4,13 +4,14 @@ steps, keep each run's best dev checkpoint, and score them all on the test split
     python tools/ablations.py --steps 600 --jobs 2 --out runs/ablations \
         --results benchmarks/ablations_test.json
 
-Every variant uses the README's recipe (corpora, lr 3e-4, warm-up 100, batch 128, train_max_len 64) and
-changes only the loss weights and the teacher. "KD" means the teacher is used: the student starts from the
-teacher's token vectors (``token_init=teacher``) and the kd + mono distillation terms are on; without KD
-the student starts from PyTorch's default initialisation, as in the paper. Dev P@1 (short DDTP descriptions)
-picks each run's checkpoint (``OUT/best``); the test split is scored once, at the end. The first run trains
-the SentencePiece model and the others reuse it, so every row shares one vocabulary. With ``--jobs 2`` two
-runs share the CPU, one thread each.
+Every variant trains ``recipes/ablations/base.json`` (the README's recipe of issue 6: corpora, lr 3e-4, warm-up
+100, batch 128, train_max_len 64) overlaid with its own ``recipes/ablations/VARIANT.json``, which changes only
+the loss weights and the teacher: ``lwx-edge train --config base.json --config VARIANT.json``. "KD" means the
+teacher is used: the student starts from the teacher's token vectors (``token_init=teacher``) and the kd + mono
+distillation terms are on; without KD the student starts from PyTorch's default initialisation, as in the
+paper. Dev P@1 (short DDTP descriptions) picks each run's checkpoint (``OUT/best``); the test split is scored
+once, at the end. The first run trains the SentencePiece model and the others reuse it, so every row shares one
+vocabulary. With ``--jobs 2`` two runs share the CPU, one thread each.
 """
 from __future__ import annotations
 
@@ -22,31 +23,30 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-RECIPE = [
-    "--corpus", "data/corpus/ddtp", "--corpus", "data/corpus/gettext", "--corpus", "data/corpus/dialogue",
-    "--mono", "data/corpus/mono", "--dev-docs", "data/corpus/ddtp/dev.docs.jsonl",
-    "--set", "mono_max_per_lang=30000", "--set", "train_max_len=64", "--set", "warmup_steps=100",
-    "--set", "lr=3e-4", "--set", "weights.kd=10", "--set", "weights.mono=10", "--set", "weights.gen=0.2",
-]
-NO_KD = ["--teacher", "none"]
-NO_ALIGN_SIM = ["--set", "weights.align=0", "--set", "weights.sim=0"]
+RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "ablations"
+BASE = RECIPES / "base.json"
 
-# name -> (what the row is, extra arguments); the first one trains the tokenizer.
+# name (its overlay RECIPES/name.json) -> the table's row label; the first one trains the tokenizer.
 VARIANTS = {
-    "ugt+align+sim+kd": ("UGT + align + sim + KD (the previous default's recipe)", []),
-    "ugt": ("UGT only", NO_KD + NO_ALIGN_SIM),
-    "ugt+align": ("UGT + align", NO_KD + ["--set", "weights.sim=0"]),
-    "ugt+align+sim": ("UGT + align + sim (the paper)", NO_KD),
-    "ugt+kd": ("UGT + KD", NO_ALIGN_SIM),
-    "ugt+align+kd": ("UGT + align + KD (the shipped recipe)", ["--set", "weights.sim=0"]),
-    "kd": ("KD only", NO_ALIGN_SIM + ["--set", "weights.gen=0"]),
-    "ugt+align+sim+kd+ranking": ("UGT + align + sim + KD + ranking (hard negatives)", ["--set", "weights.ranking=1"]),
+    "ugt+align+sim+kd": "UGT + align + sim + KD (the previous default's recipe)",
+    "ugt": "UGT only",
+    "ugt+align": "UGT + align",
+    "ugt+align+sim": "UGT + align + sim (the paper)",
+    "ugt+kd": "UGT + KD",
+    "ugt+align+kd": "UGT + align + KD (the shipped recipe)",
+    "kd": "KD only",
+    "ugt+align+sim+kd+ranking": "UGT + align + sim + KD + ranking (hard negatives)",
 }
 
 
-def train(name: str, extra: list[str], a, tokenizer: Path | None, threads: int) -> float:
+def configs(name: str) -> list[str]:
+    """The ``--config`` arguments of a variant: the shared recipe, then its overlay."""
+    return ["--config", str(BASE), "--config", str(RECIPES / f"{name}.json")]
+
+
+def train(name: str, a, tokenizer: Path | None, threads: int) -> float:
     out = a.out / name
-    cmd = ["lwx-edge", "train", *RECIPE, *extra, "--out", str(out), "--max-steps", str(a.steps),
+    cmd = ["lwx-edge", "train", *configs(name), "--out", str(out), "--max-steps", str(a.steps),
            "--set", f"eval_every={a.eval_every}", "--set", f"save_every={a.eval_every}",
            "--set", f"threads={threads}"]
     if tokenizer is not None:
@@ -92,10 +92,10 @@ def main() -> None:
     tokenizer = a.out / first / "tokenizer.model"
     took = {}
     if not tokenizer.exists():
-        took[first] = train(first, VARIANTS[first][1], a, None, a.threads * a.jobs)  # alone: all threads
+        took[first] = train(first, a, None, a.threads * a.jobs)  # alone: all threads
         names = names[1:]
     with ThreadPoolExecutor(a.jobs) as pool:
-        for name, t in zip(names, pool.map(lambda n: train(n, VARIANTS[n][1], a, tokenizer, a.threads), names)):
+        for name, t in zip(names, pool.map(lambda n: train(n, a, tokenizer, a.threads), names)):
             took[name] = t
 
     bundles = [str(a.out / n / "best") for n in a.only]
@@ -106,7 +106,7 @@ def main() -> None:
     for n in a.only:
         step, dev = best_dev(a.out / n)
         r = results["results"][f"lwx-edge {a.out / n / 'best'}"]
-        rows.append({"variant": n, "label": VARIANTS[n][0], "best_step": step, "dev_p@1": dev,
+        rows.append({"variant": n, "label": VARIANTS[n], "best_step": step, "dev_p@1": dev,
                      "train_minutes": round(took.get(n, 0) / 60, 1), **{k: v.get("avg", v.get("avg_en_x")) for k, v in r.items()}})
     results["ablations"] = {"steps": a.steps, "batch": 128, "threads_per_run": a.threads, "jobs": a.jobs,
                             "rows": rows}

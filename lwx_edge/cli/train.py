@@ -11,14 +11,15 @@ from ._options import threads_option
 
 
 def train(
-    corpus: List[Path] = typer.Option(..., "--corpus", "-c", help="Parallel files *.en-xx.tsv[.gz], or directories of train.*.tsv (repeatable)."),
-    out: Path = typer.Option(Path("runs/lwx"), "--out", "-o", help="Run directory (checkpoint, metrics, bundle)."),
+    corpus: List[Path] = typer.Option([], "--corpus", "-c", help="Parallel files *.en-xx.tsv[.gz], or directories of train.*.tsv (repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (checkpoint, metrics, bundle; default runs/lwx)."),
     mono: List[Path] = typer.Option([], "--mono", help="Monolingual files train.{lang}.txt, or their directory (distillation)."),
     dev_pairs: List[Path] = typer.Option([], "--dev-pairs", help="Parallel files, or directories of dev.*.tsv, for the dev loss."),
     dev_docs: Optional[Path] = typer.Option(None, "--dev-docs", help="DDTP dev.docs.jsonl: retrieval P@1."),
     dev_xsr: List[Path] = typer.Option([], "--dev-xsr", help="Parallel dev files, or directories of dev.*.tsv: "
                                        "retrieval P@1, averaged with --dev-docs' to pick the best checkpoint."),
-    config: Optional[Path] = typer.Option(None, "--config", help="JSON file with TrainConfig fields."),
+    config: List[Path] = typer.Option([], "--config", help="JSON file of TrainConfig fields, e.g. recipes/default.json; "
+                                      "repeatable: later files overlay earlier ones, flags and --set apply last."),
     tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="Reuse this SentencePiece model."),
     init_from: Optional[Path] = typer.Option(None, "--init-from", help="Start from this bundle's encoder and "
                                              "tokenizer (a training bundle, or an exported int8 one such as the default)."),
@@ -40,24 +41,19 @@ def train(
     from ..train import TrainConfig
     from ..train import train as run
 
-    cfg = TrainConfig()
-    if config:
-        try:
-            cfg = TrainConfig.from_dict(json.loads(config.read_text()))
-        except (OSError, json.JSONDecodeError) as e:
-            raise LwxError(f"{config}: cannot read the config file ({e})") from None
-    cfg.corpus = [str(p) for p in corpus]
-    cfg.out_dir = str(out)
+    cfg = TrainConfig.from_files(config)
+    if corpus:
+        cfg.corpus = [str(p) for p in corpus]
     if mono:
         cfg.mono = [str(p) for p in mono]
     if dev_pairs:
         cfg.dev_pairs = [str(p) for p in dev_pairs]
     if dev_xsr:
         cfg.dev_xsr = [str(p) for p in dev_xsr]
-    for name, value in [("dev_docs", dev_docs), ("tokenizer", tokenizer), ("init_from", init_from), ("vocab_size", vocab_size),
-                        ("batch_size", batch_size), ("lr", lr), ("epochs", epochs), ("max_steps", max_steps),
-                        ("max_time", max_time), ("teacher", teacher), ("device", device), ("seed", seed),
-                        ("threads", threads)]:
+    for name, value in [("out_dir", out), ("dev_docs", dev_docs), ("tokenizer", tokenizer), ("init_from", init_from),
+                        ("vocab_size", vocab_size), ("batch_size", batch_size), ("lr", lr), ("epochs", epochs),
+                        ("max_steps", max_steps), ("max_time", max_time), ("teacher", teacher), ("device", device),
+                        ("seed", seed), ("threads", threads)]:
         if value is not None:
             setattr(cfg, name, str(value) if isinstance(value, Path) else value)
     for item in set_:

@@ -7,15 +7,19 @@
 - :func:`ranking_loss` — one-directional translation ranking, [C] §2.
 - :func:`teacher_targets`, :func:`distillation_loss`, :func:`mono_distillation_loss`,
   :func:`relational_loss` — knowledge distillation, METHOD §5.
+- :data:`LOSSES` — the registry of the objective's terms (weight key, inputs, batch-level or not).
 """
 from .alignment import alignment_loss
 from .distance import distance_constraint_loss
 from .distill import distillation_loss, mono_distillation_loss, output_targets, relational_loss, teacher_targets
 from .generative import generative_loss, generative_targets
 from .ranking import ranking_loss
+from .registry import LOSSES, Loss
 from .similarity import similarity_loss, similarity_max_delta
 
 __all__ = [
+    "LOSSES",
+    "Loss",
     "alignment_loss",
     "distance_constraint_loss",
     "distillation_loss",

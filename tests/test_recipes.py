@@ -1,0 +1,72 @@
+"""recipes/: the README's training command is recipes/default.json, the recipe the shipped default was trained
+with; --config files overlay in order, flags and --set last."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lwx_edge.train import TrainConfig
+from test_readme import blocks, commands, section
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = REPO / "recipes" / "default.json"
+
+
+def configured(args, monkeypatch) -> TrainConfig:
+    """The TrainConfig that ``lwx-edge train ARGS`` builds, run from the repository root (training stubbed out)."""
+    import lwx_edge.train
+    from lwx_edge.cli import app
+
+    seen = []
+    monkeypatch.setattr(lwx_edge.train, "train", lambda cfg, resume=False: seen.append(cfg) or {})
+    monkeypatch.chdir(REPO)
+    result = CliRunner().invoke(app, ["train", *args])
+    assert result.exit_code == 0, result.output
+    return seen[0]
+
+
+def test_the_readme_trains_the_default_recipe(monkeypatch):
+    first = blocks(section("Train a model"), "bash")[0]
+    (train,) = [c for c in commands(first) if c[:2] == ["lwx-edge", "train"]]
+    assert train[2:] == ["--config", "recipes/default.json"]
+    cfg = configured(train[2:], monkeypatch)
+    assert cfg.to_dict() == TrainConfig.from_files([DEFAULT]).to_dict()
+    assert set(json.loads(DEFAULT.read_text())) <= set(cfg.to_dict())
+
+
+def test_the_default_recipe_is_the_one_the_shipped_model_was_trained_with():
+    shipped = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]["config"]
+    recipe = TrainConfig.from_files([DEFAULT]).to_dict()
+    # the shipped run reused a tokenizer (--tokenizer) in another run directory; the vocabulary is the tokenizer's
+    for key in ("out_dir", "tokenizer"):
+        shipped.pop(key), recipe.pop(key)
+    assert {k: recipe[k] for k in shipped} == shipped
+    defaults = TrainConfig().to_dict()  # fields added since then (init_from) keep their defaults
+    assert {k: recipe[k] for k in set(recipe) - set(shipped)} == {k: defaults[k] for k in set(recipe) - set(shipped)}
+
+
+def test_configs_overlay_in_order_then_flags_and_set(tmp_path, monkeypatch):
+    overlay = tmp_path / "overlay.json"
+    overlay.write_text(json.dumps({"lr": 1e-3, "weights": {"sim": 2}, "corpus": ["a.en-fr.tsv"]}))
+    cfg = configured(["--config", str(DEFAULT), "--config", str(overlay), "--out", str(tmp_path / "run"),
+                      "--set", "weights.gen=1", "--max-steps", "7"], monkeypatch)
+    assert (cfg.lr, cfg.weights.sim, cfg.weights.gen, cfg.weights.kd) == (1e-3, 2.0, 1.0, 10.0)  # kd: the recipe's
+    assert cfg.corpus == ["a.en-fr.tsv"] and cfg.out_dir == str(tmp_path / "run") and cfg.max_steps == 7
+    assert (cfg.kd_space, cfg.max_time) == ("output", 5400.0)
+    assert configured(["--config", str(DEFAULT), "--corpus", "b.en-de.tsv"], monkeypatch).corpus == ["b.en-de.tsv"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"weights": {"sim": "none"}}', "config key 'weights.sim' expects float"),
+    ('{"max_time": "1h"}', "config key 'max_time' expects float (or null)"),
+    ("{", "cannot read the config file"),
+])
+def test_overlays_are_type_checked(tmp_path, content, message):
+    from lwx_edge.errors import LwxError
+
+    (tmp_path / "bad.json").write_text(content)
+    with pytest.raises(LwxError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        TrainConfig.from_files([DEFAULT, tmp_path / "bad.json"])
