@@ -2,7 +2,13 @@
 
 Light imports only: ``import lwx_edge`` never imports torch.
 """
+import logging
+
 from ._version import __version__
+
+# Library code logs through the standard logging module; nothing is shown unless the application configures
+# logging (the command line does: lwx_edge._logging.configure_cli_logging).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = ["Encoder", "Index", "__version__"]
 

@@ -1,3 +1,4 @@
+"""``python -m lwx_edge``: the ``lwx-edge`` command line."""
 from .cli import main
 
 main()

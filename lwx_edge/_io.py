@@ -1,7 +1,15 @@
 """Atomic file and directory writes, and file hashing: the one writer every module uses (torch-free).
 
 A file is written to a temporary sibling and renamed into place; a directory is assembled in a temporary
-sibling and swapped in. A reader never sees half a file.
+sibling and swapped in. A reader never sees half a file. Temporaries carry the writer's pid
+(``.NAME.PID-xxxx.tmp``), so the next write of ``NAME`` removes those a killed writer left behind.
+
+Test-only fault injection: with ``LWX_EDGE_FAULT=STEP[@NAME][#N]`` in the environment (read once, at import),
+the process SIGKILLs itself at the named step of an atomic write of a file or directory called ``NAME``
+(the ``N``-th time it gets there): ``file:written`` (temporary complete), ``file:synced`` (flushed, not yet
+renamed), ``file:renamed`` (in place, directory not yet flushed), ``dir:written``, ``dir:synced``,
+``dir:old-moved`` (between :func:`atomic_dir`'s two renames), ``dir:renamed`` (new one in place, old copy not
+yet removed). ``tests/faults.py`` drives it; unset, each step costs one comparison.
 """
 from __future__ import annotations
 
@@ -9,7 +17,9 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
+import signal
 import stat
 import tempfile
 import time
@@ -17,6 +27,23 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import InputError
+
+FAULT_ENV = "LWX_EDGE_FAULT"
+_FAULT = os.environ.get(FAULT_ENV) or None
+_fault_hits = 0
+
+
+def _fault(step: str, path: Path) -> None:
+    """SIGKILL this process if ``LWX_EDGE_FAULT`` names this step (test-only; see the module docstring)."""
+    global _fault_hits
+    if _FAULT is None:
+        return
+    spec, _, nth = _FAULT.partition("#")
+    want, _, name = spec.partition("@")
+    if want == step and name in ("", path.name):
+        _fault_hits += 1
+        if _fault_hits == int(nth or 1):
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -51,16 +78,20 @@ def atomic_file(path: str | os.PathLike, exclusive: bool = False) -> Iterator[Pa
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"{path}: cannot create its directory ({e.strerror or e})") from None
+    _remove_stale(path)
     with _temporary(path.parent, path.name) as tmp:
         yield tmp
+        _fault("file:written", path)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; a bundle is meant to be copied and shared
         _fsync(tmp)
+        _fault("file:synced", path)
         try:
             _publish(tmp, path) if exclusive else os.replace(tmp, path)
         except FileExistsError:
             raise
         except OSError as e:
             raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+        _fault("file:renamed", path)
         _fsync(path.parent)
 
 
@@ -80,7 +111,7 @@ def _publish(tmp: Path, path: Path) -> None:
 def _temporary(directory: Path, name: str) -> Iterator[Path]:
     """A temporary file in ``directory``, removed unless the block moved it away."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}-", suffix=".tmp", dir=directory)
     except OSError as e:
         raise InputError(f"{directory / name}: cannot write here ({e.strerror or e})") from None
     os.close(fd)
@@ -89,6 +120,32 @@ def _temporary(directory: Path, name: str) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove the temporaries (``.NAME.PID-xxxx.tmp``) that writers of ``path`` killed mid-write left behind:
+    only those whose process is gone."""
+    prefix = f".{path.name}."
+    try:
+        siblings = [p for p in path.parent.iterdir() if p.name.startswith(prefix) and p.name.endswith(".tmp")]
+    except OSError:
+        return
+    for p in siblings:
+        m = re.fullmatch(r"(\d+)-[a-z0-9_]+\.tmp", p.name[len(prefix):])
+        if m and not _alive(int(m.group(1))):
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, not ours to signal
+    return True
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
@@ -118,20 +175,25 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     recover_dir(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    _remove_stale(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
+        _fault("dir:written", path)
         os.chmod(tmp, 0o755)
         for f in tmp.rglob("*"):
             if f.is_file():
                 os.chmod(f, 0o644)
                 _fsync(f)
         _fsync(tmp)
+        _fault("dir:synced", path)
         old = None
         if path.exists():
             old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.time_ns()}")
             os.replace(path, old)
+            _fault("dir:old-moved", path)
         os.replace(tmp, path)
+        _fault("dir:renamed", path)
         _fsync(path.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Silence the harmless noise of torch.export / torchao / ExecuTorch / the ONNX exporter (EXPORT.md §7.17).
+"""Silence the harmless noise of torch.export / torchao / ExecuTorch / the ONNX exporter.
 
 Two layers:
 * Python warnings and log records matching known-harmless messages are dropped;

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import text
+from ._io import atomic_dir, atomic_file, recover_dir, sha256_file, write_json_atomic, write_text_atomic  # noqa: F401
 from ._version import __version__
-from ._io import (atomic_dir, atomic_file, recover_dir, sha256_file, write_json_atomic,  # noqa: F401
-                  write_text_atomic)
 from .errors import BundleError, InputError
 
 FORMAT = "lwx-edge-bundle"
@@ -80,6 +80,7 @@ def build_manifest(bundle_dir: str | os.PathLike, info: dict | None = None) -> d
 
 
 def write_manifest(bundle_dir: str | os.PathLike, info: dict | None = None) -> dict:
+    """Write ``manifest.json`` for the files of ``bundle_dir`` (atomically) and return it."""
     manifest = build_manifest(bundle_dir, info)
     write_json_atomic(Path(bundle_dir) / MANIFEST, manifest)
     return manifest
@@ -105,11 +106,30 @@ def _read_json(path: Path, what: str) -> dict:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BundleError(f"{path.parent}: not a model bundle ({what} {path.name} is missing)") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise BundleError(f"{path}: {what} is corrupt (not valid JSON: {e})") from None
+    except OSError as e:
+        raise BundleError(f"{path}: {what} cannot be read ({e.strerror or e})") from None
     if not isinstance(obj, dict):
         raise BundleError(f"{path}: {what} is corrupt (expected a JSON object)")
     return obj
+
+
+def _check_config(root: Path, config: dict) -> None:
+    """Refuse a config.json whose model section has the wrong shape (before any runtime sees it)."""
+    model = config.get("model")
+    if model is None:
+        raise BundleError(f"{root}: config.json has no 'model' section")
+    if not isinstance(model, dict):
+        raise BundleError(f"{root}: config.json's model section is not an object (got {type(model).__name__})")
+    for key in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
+        v = model.get(key, 1)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise BundleError(f"{root}: config.json's model section: {key} must be a positive integer, got {v!r}")
+    dim = config.get("embedding_dim", model.get("d_model"))
+    if dim != model.get("d_model", dim):
+        raise BundleError(f"{root}: config.json says embedding_dim {dim!r} but the model's d_model is "
+                          f"{model.get('d_model')!r}")
 
 
 @dataclass
@@ -133,7 +153,7 @@ class Bundle:
             raise BundleError(f"{root}: no such bundle directory")
         if not root.is_dir():
             raise BundleError(f"{root}: a bundle is a directory, got a file")
-        manifest = _read_json(root / MANIFEST, "manifest")
+        manifest = _read_json(inside(root, MANIFEST, "manifest"), "manifest")
         if manifest.get("format") != FORMAT:
             raise BundleError(f"{root}: manifest.json is not an lwx-edge bundle manifest")
         version = manifest.get("format_version")
@@ -152,14 +172,18 @@ class Bundle:
             p = inside(root, rel, "manifest entry")
             if not isinstance(entry, dict):
                 raise BundleError(f"{root}: manifest entry {rel!r} is malformed (expected an object)")
+            sha, size = entry.get("sha256"), entry.get("bytes")
+            if not (isinstance(sha, str) and re.fullmatch("[0-9a-f]{64}", sha) and isinstance(size, int)
+                    and not isinstance(size, bool) and size >= 0):
+                raise BundleError(f"{root}: manifest entry {rel!r} has no valid sha256 and size "
+                                  f"(sha256 {sha!r}, bytes {size!r}): the manifest is damaged or edited")
             if not p.is_file():
                 raise BundleError(f"{root}: {rel} is listed in the manifest but missing")
         bundle = cls(root, {}, manifest, version)
         if verify:
             bundle.verify()
         config = _read_json(root / CONFIG, "config")
-        if "model" not in config:
-            raise BundleError(f"{root}: config.json has no 'model' section")
+        _check_config(root, config)
         bundle.config = upgrade(config, version)
         return bundle
 

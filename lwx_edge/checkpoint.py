@@ -19,6 +19,7 @@ from .model import ModelConfig, SentenceEncoder
 
 
 def encoder_state(encoder: SentenceEncoder) -> dict[str, torch.Tensor]:
+    """The encoder's weights as contiguous fp32 CPU tensors (what a bundle stores)."""
     return {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in encoder.state_dict().items()}
 
 
@@ -85,6 +86,7 @@ def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
 
 def save_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     meta: dict) -> None:
+    """Save model and optimizer state plus ``meta`` into the checkpoint directory ``path``."""
     tensors = {f"model/{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     # the tied generative head shares the token table: store it once
     tensors = {k: v for k, v in tensors.items() if k != "model/generative_head.token_table.weight"}
@@ -99,6 +101,7 @@ def save_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: 
 
 
 def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+    """Restore model and optimizer from a checkpoint directory written by :func:`save_checkpoint`; returns its meta."""
     path = Path(path)
     try:
         tensors = load_file(str(path / "state.safetensors"))

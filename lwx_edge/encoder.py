@@ -37,7 +37,7 @@ from .errors import BackendUnavailable, BundleError, InputError, LwxError
 from .runtime import Backend
 from .tokenizer import Tokenizer
 
-__all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "BACKENDS", "ARTIFACTS", "DEFAULT_MODEL"]
+__all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "BACKENDS", "ARTIFACTS", "DEFAULT_MODEL"]  # noqa: F822 (lazy: __getattr__)
 
 # The int8 model shipped inside the package (tools/make_default_model.py builds it); Encoder.load() loads it.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "default_model"

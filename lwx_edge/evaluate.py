@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Callable, Sequence
 
@@ -9,6 +10,8 @@ import numpy as np
 
 from .errors import CorpusError
 from .text import normalize
+
+log = logging.getLogger(__name__)
 
 
 def ddtp_pairs(docs_path: str | os.PathLike, lang: str, field: str = "short") -> tuple[list[str], list[str]]:
@@ -243,12 +246,17 @@ PAIR_TASKS = ("dialogue", "everyday")  # retrieval on {split}.en-xx.tsv files of
 
 
 def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], corpus_dir: str | os.PathLike,
-                  split: str = "test", tasks: Sequence[str] = ("xsr", "cls"), log: Callable[[str], None] = print,
+                  split: str = "test", tasks: Sequence[str] = ("xsr", "cls"), log: Callable[[str], None] | None = None,
                   pair_dirs: dict[str, str | os.PathLike] | None = None) -> dict:
     """Every task for every system on one split: {system: {"xsr_short": {...}, "xsr_doc": {...}, "cls": {...},
     "xsr_dialogue": {...}, "xsr_everyday": {...}}}. A task of :data:`PAIR_TASKS` is retrieval on
-    ``pair_dirs[task]/{split}.en-xx.tsv``. Every retrieval task carries the space diagnostics ("diag")."""
+    ``pair_dirs[task]/{split}.en-xx.tsv``. Every retrieval task carries the space diagnostics ("diag").
+    Each result line is logged (INFO); ``log``, if given, receives it too."""
     from pathlib import Path
+
+    from ._logging import reporter
+
+    say = reporter(__name__, log)
 
     docs = Path(corpus_dir) / f"{split}.docs.jsonl"
     pair_sets = {task: {lang: tsv_pairs(Path(pair_dirs[task]) / f"{split}.en-{lang}.tsv")
@@ -259,14 +267,14 @@ def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], cor
         r = {}
         for task, pairs in pair_sets.items():
             r[f"xsr_{task}"] = x = pair_retrieval(embed, pairs, diagnostics=True)
-            log(f"{name}: xsr {task} avg P@1 {x['avg']:.4f}, unrelated cos {x['diag']['unrelated_cos']:.3f}")
+            say(f"{name}: xsr {task} avg P@1 {x['avg']:.4f}, unrelated cos {x['diag']['unrelated_cos']:.3f}")
         if "xsr" in tasks:
             for field in ("short", "doc"):
                 r[f"xsr_{field}"] = x = retrieval(embed, docs, field=field, diagnostics=True)
-                log(f"{name}: xsr {field} avg P@1 {x['avg']:.4f}, unrelated cos {x['diag']['unrelated_cos']:.3f}")
+                say(f"{name}: xsr {field} avg P@1 {x['avg']:.4f}, unrelated cos {x['diag']['unrelated_cos']:.3f}")
         if "cls" in tasks:
             r["cls"] = classification(embed, corpus_dir, split)
-            log(f"{name}: cls en->x avg balanced accuracy {r['cls']['avg_en_x']:.4f}")
+            say(f"{name}: cls en->x avg balanced accuracy {r['cls']['avg_en_x']:.4f}")
         results[name] = r
     return results
 

@@ -65,6 +65,7 @@ def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def dequantize(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """int8 rows times their per-row scale, as float32."""
     return q.astype(np.float32) * np.asarray(scale, dtype=np.float32)[:, None]
 
 

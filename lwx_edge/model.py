@@ -1,4 +1,4 @@
-"""The shared 2-layer dual-transformer sentence encoder (Mao et al. 2021, METHOD.md §1).
+"""The shared 2-layer dual-transformer sentence encoder (Mao et al. 2021, docs/METHOD.md §1).
 
 One encoder is applied to both sides of a pair. It is written for export: hand-written attention with
 an additive mask folded into the bmm batch dimension, ``nn.LayerNorm``, and masked mean pooling via
@@ -132,7 +132,7 @@ class SentenceEncoder(nn.Module):
 
 class GenerativeHead(nn.Module):
     """Training-only head of the unified generative task: z = LN(silu(W·u + b)); logits = z·Eᵀ + b_out,
-    with E the encoder's (tied) token table (METHOD.md §1, [R] BertPredictionHeadTransform)."""
+    with E the encoder's (tied) token table (docs/METHOD.md §1, [R] BertPredictionHeadTransform)."""
 
     def __init__(self, config: ModelConfig, token_table: nn.Embedding):
         super().__init__()
@@ -148,7 +148,7 @@ class GenerativeHead(nn.Module):
 
 class DualEncoderModel(nn.Module):
     """Everything that trains: the shared encoder, the generative head and (optionally) the
-    distillation projection g: d -> d_teacher (METHOD.md §5 (i)). Only ``encoder`` is exported."""
+    distillation projection g: d -> d_teacher (docs/METHOD.md §3.6). Only ``encoder`` is exported."""
 
     def __init__(self, config: ModelConfig, teacher_dim: int | None = None):
         super().__init__()
@@ -160,7 +160,7 @@ class DualEncoderModel(nn.Module):
     @torch.no_grad()
     def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.5) -> None:
         """:meth:`SentenceEncoder.init_from_token_vectors`, and the distillation projection g starts as
-        identity / ``output_scale`` when the teacher's dimension is the model's (METHOD.md §5 (i)), so g(u)
+        identity / ``output_scale`` when the teacher's dimension is the model's (docs/METHOD.md §3.6), so g(u)
         starts at the teacher targets' scale (RMS 1)."""
         self.encoder.init_from_token_vectors(vectors, output_scale)
         g = self.distill_proj

@@ -19,7 +19,7 @@ _SPACES = re.compile(r"\s+")
 
 
 def normalize(text: str, lower: bool = True) -> str:
-    """NFKC, typographic quotes and dashes to ASCII, collapsed whitespace, lowercase (METHOD.md §2)."""
+    """NFKC, typographic quotes and dashes to ASCII, collapsed whitespace, lowercase (docs/METHOD.md §2)."""
     text = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHIC)
     text = _SPACES.sub(" ", text).strip()
     return text.lower() if lower else text

@@ -1,4 +1,4 @@
-"""SentencePiece BPE tokenizer: training and encoding (METHOD.md §2). Torch-free.
+"""SentencePiece BPE tokenizer: training and encoding (docs/METHOD.md §2). Torch-free.
 
 Layout of every lwx-edge tokenizer model: ``pad`` = 0, ``unk`` = 1, ``<mask>`` = 2 (a CONTROL symbol, so
 the literal text "<mask>" typed by a user is never encoded as id 2), no BOS/EOS, no CLS/SEP.
@@ -35,7 +35,7 @@ __all__ = [
 PAD_ID, UNK_ID, MASK_ID = 0, 1, 2
 MASK_PIECE = "<mask>"
 
-# METHOD §3.1 / [R] dataset.py: SMLM never masks a piece that decodes to one of these (or to a bare space).
+# docs/METHOD.md §3.1 / [R] dataset.py: SMLM never masks a piece that decodes to one of these (or to a bare space).
 NON_MASKABLE_STRINGS = frozenset(
     [".", "?", "!", ",", '"', ":", ";", "<", ">", "-", "+", "=", "_", "'", "%", "&", "#", "@", "*",
      "(", ")", "~", "`", " "])
@@ -316,7 +316,7 @@ class Tokenizer:
         return self._sp.piece_to_id(p)
 
     def is_maskable(self) -> np.ndarray:
-        """bool [vocab]: ids SMLM may mask (METHOD §3.1). Excludes pad/unk/<mask> and every piece that
+        """bool [vocab]: ids SMLM may mask (docs/METHOD.md §3.1). Excludes pad/unk/<mask> and every piece that
         decodes to a punctuation character of the reference list or to a bare space. A lone "▁" piece
         decodes to "" and stays maskable."""
         if self._maskable is None:

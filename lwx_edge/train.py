@@ -2,7 +2,7 @@
 
     lwx-edge train --corpus data/corpus/ddtp/train.en-fr.tsv ... --out runs/demo
 
-Objective (METHOD.md §3, §5): L = w_gen·L_gen + w_align·L_align + w_sim·L_sim + w_kd·L_KD
+Objective (docs/METHOD.md §3; distillation §3.6): L = w_gen·L_gen + w_align·L_align + w_sim·L_sim + w_kd·L_KD
 + w_mono·L_KD(mono) [+ w_distance·L_cT-LASER + w_ranking·L_rank]. Every weight can be 0 (ablations).
 
 The terms are the registry :data:`lwx_edge.losses.LOSSES`: adding one is its function, a registry entry and
@@ -18,6 +18,7 @@ gradient.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import signal
@@ -41,12 +42,14 @@ from .losses.registry import active, gathered
 from .model import DualEncoderModel, ModelConfig
 from .tokenizer import Tokenizer, train_tokenizer
 
+log = logging.getLogger(__name__)
+
 KILL_ENV = "LWX_EDGE_KILL_AFTER_STEP"  # test hook: SIGKILL this process after that step
 
 
 @dataclass
 class LossWeights:
-    """Weights of the objective; the paper's (1, 2, 2) plus distillation (METHOD.md §3.5, §5)."""
+    """Weights of the objective; the paper's (1, 2, 2) plus distillation (docs/METHOD.md §3.5, §3.6)."""
 
     gen: float = 1.0
     align: float = 2.0
@@ -60,7 +63,7 @@ class LossWeights:
 
 @dataclass
 class TrainConfig:
-    """Everything a run needs. Defaults follow [R] (METHOD.md §4): batch 128, Adam(amsgrad) lr 1e-3
+    """Everything a run needs. Defaults follow [R] (docs/METHOD.md §4): batch 128, Adam(amsgrad) lr 1e-3
     with L2 1e-5, linear warm-up over 1,999 steps, ×0.1 from epoch 3, no clipping."""
 
     corpus: list[str] = field(default_factory=list)       # parallel files *.en-xx.tsv[.gz]
@@ -91,7 +94,7 @@ class TrainConfig:
     weights: LossWeights = field(default_factory=LossWeights)
     teacher: str = "use"                                  # use | none
     teacher_cache: str = "data/teacher-cache"
-    kd_space: str = "projection"                          # projection: g(u) ≈ t̃ (METHOD §5 (i)); output: û ≈ t̂
+    kd_space: str = "projection"  # projection: g(u) ≈ t̃, output: û ≈ t̂ (docs/METHOD.md §3.6)
     token_init: str = "teacher"                           # teacher (Model2Vec-style, with a teacher) | random
     dev_holdout: int = 1000                               # pairs held out for the dev loss if no dev_pairs
     dev_max_pairs: int = 2000                             # per language, retrieval during training
@@ -212,7 +215,7 @@ def _typed(key: str, hint, value):
 
 
 def lr_at(cfg: TrainConfig, step: int, epoch: int, progress: float = 0.0) -> float:
-    """Learning rate after linear warm-up. ``paper``: lr · decay^[e ≥ decay_epoch] (METHOD.md §4);
+    """Learning rate after linear warm-up. ``paper``: lr · decay^[e ≥ decay_epoch] (docs/METHOD.md §4);
     ``linear``: lr · (1 − progress), where progress ∈ [0, 1] is how far the run is towards its binding
     limit (steps, epochs or ``max_time``), so a time-budgeted run ends annealed."""
     warm = min(1.0, (step + 1) / max(1, cfg.warmup_steps))
@@ -252,13 +255,13 @@ def expand(paths: list[str], pattern: str) -> list[str]:
     return out
 
 
-def _read_pairs(paths: list[str], log, pattern: str = "train.*.tsv*") -> list:
+def _read_pairs(paths: list[str], say, pattern: str = "train.*.tsv*") -> list:
     from .data.corpus import CorpusStats, PairFilter, filter_pairs, read_parallel
 
     stats, pairs = CorpusStats(), []
     for p in expand(paths, pattern):
         pairs.extend(filter_pairs(read_parallel(p, stats=stats), PairFilter(), stats=stats))
-    log(f"corpus: {stats.report()}")
+    say(f"corpus: {stats.report()}")
     return pairs
 
 
@@ -278,7 +281,7 @@ def _read_mono(paths: list[str], max_per_file: int | None = None, seed: int = 0)
 
 
 class _Log:
-    """Rank-0 printing and a JSONL metrics log."""
+    """Rank-0 progress messages (the module's logger, INFO) and the JSONL metrics file."""
 
     def __init__(self, out_dir: Path, enabled: bool):
         self.enabled = enabled
@@ -286,7 +289,7 @@ class _Log:
 
     def __call__(self, msg: str) -> None:
         if self.enabled:
-            tqdm.write(msg)
+            log.info(msg)
 
     def metrics(self, record: dict) -> None:
         if self.enabled:
@@ -311,7 +314,7 @@ class _Log:
 # ---- the step ---------------------------------------------------------------------------------------
 
 def loss_inputs(out: dict, batch: dict, cfg: TrainConfig) -> dict:
-    """What the losses read (METHOD §5): the batch fields, the forward outputs (u, v in fp32), and the distilled
+    """What the losses read (docs/METHOD.md §3.6): batch fields, the forward outputs (u, v in fp32), and the distilled
     vectors ``kd_a``, ``kd_b``, ``kd_mono``: g(·) with the training-only projection, or the output itself
     (unit length, √d scale)."""
     x = {**batch, **out, "u": out["u"].float(), "v": out["v"].float()}
@@ -337,6 +340,7 @@ def compute_losses(out: dict, batch: dict, cfg: TrainConfig, world: int) -> dict
 
 
 def total_loss(terms: dict[str, torch.Tensor], weights: LossWeights) -> torch.Tensor:
+    """Σ_k weight_k · term_k over the computed loss terms."""
     return sum(getattr(weights, k) * v for k, v in terms.items())
 
 
@@ -682,6 +686,7 @@ class Trainer:
 
 
 def train(cfg: TrainConfig, resume: bool = False) -> dict:
+    """Train with ``cfg`` (resuming from its checkpoint if ``resume``) and return the run's summary."""
     trainer = Trainer(cfg, resume=resume)
     try:
         return trainer.fit()

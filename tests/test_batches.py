@@ -1,4 +1,4 @@
-"""Training batches: SMLM masking (METHOD.md §3.1), padding, determinism and DDP slicing."""
+"""Training batches: SMLM masking (docs/METHOD.md §3.1), padding, determinism and DDP slicing."""
 import numpy as np
 import pytest
 

@@ -4,8 +4,18 @@ import json
 
 import pytest
 
-from lwx_edge.data.corpus import (CorpusStats, Pair, PairFilter, allowed_chars, filter_pairs, langs_from_name,
-                                  read_aligned, read_parallel, read_tsv, text_drop_reason)
+from lwx_edge.data.corpus import (
+    CorpusStats,
+    Pair,
+    PairFilter,
+    allowed_chars,
+    filter_pairs,
+    langs_from_name,
+    read_aligned,
+    read_parallel,
+    read_tsv,
+    text_drop_reason,
+)
 from lwx_edge.data.mono import build_mono, read_mono
 from lwx_edge.errors import CorpusError
 

@@ -9,8 +9,7 @@ import subprocess
 
 import pytest
 
-from lwx_edge.data.ddtp import (build_ddtp, description_md5, find_lists, parse_description, read_index, split_of,
-                                stanzas)
+from lwx_edge.data.ddtp import build_ddtp, description_md5, find_lists, parse_description, read_index, split_of, stanzas
 from lwx_edge.errors import CorpusError
 
 

@@ -8,8 +8,17 @@ import pytest
 from scipy import sparse
 
 from lwx_edge.errors import CorpusError
-from lwx_edge.evaluate import (SECTIONS, ddtp_pairs, doc_text, evaluate_ddtp, markdown_table, p_at_1,
-                               random_embedder, section_docs, tfidf_embedder)
+from lwx_edge.evaluate import (
+    SECTIONS,
+    ddtp_pairs,
+    doc_text,
+    evaluate_ddtp,
+    markdown_table,
+    p_at_1,
+    random_embedder,
+    section_docs,
+    tfidf_embedder,
+)
 
 LEX = {  # section -> words per language; a word identifies its section in every language
     "games": {"en": "game play level", "fr": "jeu jouer niveau", "de": "spiel spielen stufe"},

@@ -26,10 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 MAX_LEN = 32
 
 export_mod = pytest.importorskip("lwx_edge.export")
+from lwx_edge._quiet import python_quiet  # noqa: E402
 from lwx_edge.export import ExportError, ParityError, export_bundle  # noqa: E402
 from lwx_edge.export import executorch as et_mod  # noqa: E402
 from lwx_edge.export import onnx as onnx_mod  # noqa: E402
-from lwx_edge._quiet import python_quiet  # noqa: E402
 
 with python_quiet():  # import-time deprecation noise of executorch/torch.jit
     HAS_ONNX, ONNX_WHY = onnx_mod.available()
@@ -348,7 +348,7 @@ def test_corrupt_and_mismatched_bundles(source_bundle, tmp_path):
     mismatched = tmp_path / "mismatched"  # config says d_model 32, weights are 64: manifest is consistent
     shutil.copytree(source_bundle, mismatched)
     cfg = json.loads((mismatched / "config.json").read_text())
-    cfg["model"]["d_model"] = 32
+    cfg["model"]["d_model"] = cfg["embedding_dim"] = 32
     (mismatched / "config.json").write_text(json.dumps(cfg))
     write_manifest(mismatched, {"training": {}})
     with pytest.raises(BundleError, match="do not match"):
@@ -443,7 +443,7 @@ def test_cli_export_to_out_copy_then_int8_into_same_copy(source_bundle, tmp_path
     r = _cli("export", source_bundle, "--format", "onnx", "--out", out, "--max-len", 24)
     assert r.returncode == 0, r.stderr
     assert "model.onnx" in r.stdout and "cos mean" in r.stdout and "pass" in r.stdout
-    assert "LeafSpec" not in r.stderr and "torchvision" not in r.stderr  # EXPORT.md §7.17 noise filtered
+    assert "LeafSpec" not in r.stderr and "torchvision" not in r.stderr  # exporter noise filtered (lwx_edge._quiet)
     r = _cli("export", source_bundle, "--format", "onnx", "--int8", "--out", out, "--max-len", 24)
     assert r.returncode == 0, r.stderr
     b = Bundle.load(out)

@@ -190,3 +190,26 @@ def test_evaluate_reports_confusion_and_unseen_labels():
     assert table.splitlines()[0].startswith("true \\ pred") and "recall" in table
     assert forward(X, head.mean_, head.scale_, head.layers_).shape == (180, 3)
     assert np.allclose(softmax(np.zeros((2, 3))), 1 / 3)
+
+
+def test_mostly_single_example_labels_are_warned_about_before_fitting(tiny_bundle, tmp_path, monkeypatch, capsys):
+    """Thousands of one-example labels fit for minutes with no held-out slice to stop early: say so up front."""
+    from lwx_edge.cli import main
+    from lwx_edge.heads.base import FewExamplesWarning, few_examples
+
+    assert few_examples(np.repeat(np.arange(600), 1)).count("can take minutes") == 1
+    assert few_examples(np.array([0, 0, 1, 1, 2])) is None  # one label of three with a single example
+    X = np.random.default_rng(0).normal(size=(12, 8)).astype(np.float32)
+    y = [f"label{i}" for i in range(10)] + ["label0", "label1"]
+    with pytest.warns(FewExamplesWarning, match="8 of 10 labels have a single example.*Encoder.search"):
+        LogisticHead(C=1.0).fit(X, y)
+    data = tmp_path / "faq.csv"
+    data.write_text("text,label\n" + "".join(f"question {w},answer {i}\n" for i, w in
+                                             enumerate(["cat", "dog", "car", "sun", "tree", "book"])))
+    monkeypatch.setattr("sys.argv", ["lwx-edge", "fit", str(tiny_bundle), str(data), "--kind", "logistic",
+                                     "-o", str(tmp_path / "head"), "--dev-fraction", "0"])
+    with pytest.raises(SystemExit) as e:
+        main()
+    err = capsys.readouterr().err
+    assert e.value.code == 0, err
+    assert err.count("6 of 6 labels have a single example") == 1 and err.index("warning:") < err.index("fitting")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import WORDS, make_tiny_bundle
+
 from lwx_edge.errors import InputError
 from lwx_edge.index import Index, IndexFileError, dequantize, quantize
 

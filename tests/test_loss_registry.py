@@ -72,9 +72,9 @@ def test_under_ddp_batch_level_terms_see_the_global_batch(monkeypatch):
 
 @pytest.mark.parametrize("weights, unused", [({}, False), ({"gen": 0.0}, True), ({"align": 0.0, "sim": 0.0}, False)])
 def test_ddp_looks_for_unused_parameters_exactly_when_a_part_gets_no_gradient(tiny_corpus, tmp_path, weights, unused):
-    from lwx_edge.train import Trainer
-
     from test_train import tiny_config
+
+    from lwx_edge.train import Trainer
 
     cfg = tiny_config(tiny_corpus, tmp_path / "run")
     for k, v in weights.items():

@@ -1,4 +1,4 @@
-"""Losses against hand-computed examples (METHOD.md §3, §5)."""
+"""Losses against hand-computed examples (docs/METHOD.md §3)."""
 import math
 
 import pytest
@@ -282,7 +282,7 @@ def test_ranking_with_hard_negatives_by_hand():
         ranking_loss(u, v, hard_negatives=torch.zeros(3, 3))
 
 
-# ---- distillation (METHOD §5) --------------------------------------------------------------------
+# ---- distillation (docs/METHOD.md §3.6) ---------------------------------------------------------------
 
 def test_teacher_targets_rms_one():
     tt = teacher_targets(torch.tensor([[3.0, 4.0], [0.0, -2.0]], dtype=torch.float16))

@@ -9,7 +9,7 @@ def test_shapes_and_parameter_count_of_the_paper_model():
     model = DualEncoderModel(ModelConfig(vocab_size=50_000))
     enc = sum(p.numel() for p in model.encoder.parameters())
     total = sum(p.numel() for p in model.parameters())
-    # METHOD.md §1: 29.91M exported (tok 25.6M + 200 pos rows + 2 layers 4.21M + emb LN), 30.22M in training
+    # docs/METHOD.md §1: 29.91M exported (tok 25.6M + 200 pos rows + 2 layers 4.21M + emb LN), 30.22M in training
     assert abs(enc / 1e6 - 29.91) < 0.02
     assert abs(total / 1e6 - 30.22) < 0.02
     u = model.encoder(torch.randint(3, 50_000, (3, 7)), torch.ones(3, 7, dtype=torch.long))

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from test_readme import blocks, commands, section
 from typer.testing import CliRunner
 
 from lwx_edge.train import TrainConfig
-from test_readme import blocks, commands, section
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "recipes" / "default.json"

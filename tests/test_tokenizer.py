@@ -13,8 +13,7 @@ import pytest
 import sentencepiece as spm
 
 from lwx_edge.errors import InputError, LwxError
-from lwx_edge.tokenizer import (MASK_ID, MASK_PIECE, PAD_ID, UNK_ID, Encoded, Tokenizer,
-                                train_tokenizer)
+from lwx_edge.tokenizer import MASK_ID, MASK_PIECE, PAD_ID, UNK_ID, Encoded, Tokenizer, train_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 VOCAB = 400

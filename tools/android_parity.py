@@ -443,8 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     search_info = search_fixtures(out, rng, int(head.n_features_in_))
     index_info = index_fixtures(out, rng, bundle, int(head.n_features_in_), max_len)
 
-    import lwx_edge
     import sentencepiece
+
+    import lwx_edge
 
     summary = {
         "format": "lwx-edge-android-parity", "format_version": 1,

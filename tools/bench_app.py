@@ -88,7 +88,7 @@ def calibrate(backend, vocab: int, seconds: float = 0.3) -> dict:
             "grid": [{"rows": r, "T": t, "ms": round(ms, 4)} for (r, t), ms in zip(rows_t, times)]}
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bundle", nargs="?", default="default", help="bundle path, or 'default' (the shipped model)")
     ap.add_argument("--backends", nargs="+", default=["onnx", "executorch"], choices=["onnx", "executorch"])

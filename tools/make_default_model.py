@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from lwx_edge import runtime
+from lwx_edge._logging import configure_cli_logging
 from lwx_edge.bundle import CONFIG, FORMAT_VERSION, LAYOUT_KEYS, PARITY, TOKENIZER
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +32,7 @@ KEEP = (CONFIG, TOKENIZER, *(spec.artifacts["int8"] for spec in runtime.backends
 
 
 def main() -> None:
+    configure_cli_logging()  # the exporter's progress: INFO to stderr
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bundle", type=Path, nargs="?", help="trained bundle (e.g. runs/default/best)")
     ap.add_argument("--attach", type=Path, nargs="+", metavar="JSON",
@@ -51,7 +53,7 @@ def main() -> None:
     src = Bundle.load(a.bundle)
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "bundle"
-        report = export_bundle(src.path, int8=True, out=copy, log=print)  # every format
+        report = export_bundle(src.path, int8=True, out=copy)  # every format
         exported = json.loads((copy / "manifest.json").read_text())
         with atomic_dir(a.out) as d:
             for name in KEEP:

@@ -5,6 +5,7 @@ import sys
 
 import typer
 
+from .._logging import configure_cli_logging
 from ..errors import LwxError
 from . import data, embed, eval, export, fit, index, info, predict, search, train
 
@@ -34,9 +35,11 @@ def _version(value: bool) -> None:
 def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, index, info."""
+    configure_cli_logging()  # progress and notes of the library: INFO to stderr, through tqdm
 
 
 def main() -> None:
+    """Entry point of the ``lwx-edge`` console script: run the app, errors as one line and exit status 2."""
     try:
         app()
     except LwxError as e:

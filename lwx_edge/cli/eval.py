@@ -81,8 +81,7 @@ def eval_(
         systems["TF-IDF"] = _tfidf(corpus, list(pair_dirs.values()))
     if "random" in ref_list:
         systems["random"] = random_embedder()
-    results = evaluate_ddtp(systems, corpus, split, task_list, log=lambda m: typer.echo(m, err=True),
-                            pair_dirs=pair_dirs)
+    results = evaluate_ddtp(systems, corpus, split, task_list, pair_dirs=pair_dirs)  # progress: logging
     table = markdown_table(results, split)
     typer.echo(table)
     if out:

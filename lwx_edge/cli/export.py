@@ -43,12 +43,9 @@ def export(
     from lwx_edge.export import ParityError, export_bundle
     from lwx_edge.export.parity import format_table
 
-    def log(msg: str) -> None:
-        typer.echo(msg, err=True)
-
     try:
         report = export_bundle(bundle, formats=format, int8=int8, max_batch=max_batch, max_len=max_len, out=out,
-                               min_cos_mean=min_cos_mean, min_cos_min=min_cos_min, log=log)
+                               min_cos_mean=min_cos_mean, min_cos_min=min_cos_min)
     except ParityError as e:
         typer.echo(format_table(e.report))
         raise

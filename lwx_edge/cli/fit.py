@@ -35,7 +35,7 @@ def fit(
     out: Path = typer.Option(..., "--out", "-o", help="Head directory to write (head.json + head.npz)."),
     text_col: str = typer.Option("text", "--text-col", help="Column with the text."),
     label_col: str = typer.Option("label", "--label-col", help="Column with the label."),
-    kind: str = typer.Option("mlp", "--kind", help="mlp (METHOD.md's on-device head) or logistic."),
+    kind: str = typer.Option("mlp", "--kind", help="mlp (the on-device MLP head of [C] §4.2) or logistic."),
     dev_fraction: float = typer.Option(0.2, "--dev-fraction",
                                        help="Stratified slice held out to report dev accuracy (0 = none)."),
     eval_lang: List[str] = typer.Option([], "--eval-lang",
@@ -49,13 +49,15 @@ def fit(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the reports as JSON here."),
 ) -> None:
     """Fit a classifier head on frozen embeddings; print dev accuracy and a confusion table."""
+    import warnings
+
     import numpy as np
 
     from ..bundle import write_json_atomic
     from ..encoder import Encoder
     from ..errors import InputError
     from ..heads import make_head, read_labelled
-    from ..heads.base import stratified_split
+    from ..heads.base import FewExamplesWarning, few_examples, stratified_split
 
     make_head(kind)  # an unknown --kind fails here, before any embedding
     evals = [_eval_spec(s) for s in eval_lang]
@@ -65,11 +67,16 @@ def fit(
     eval_sets = {name: read_labelled(path, text_col, label_col) for name, path in evals}
     typer.echo(f"{data}: {len(train.texts)} examples, {len(set(train.labels))} labels"
                + (f" ({train.skipped} rows without text or label skipped)" if train.skipped else ""), err=True)
-    enc = Encoder.load(bundle, backend=backend, threads=threads)
-    X = enc.embed(train.texts, progress=True, truncation="ignore")
     y = np.asarray(train.labels)
     _, y_idx = np.unique(y, return_inverse=True)
+    few = few_examples(y_idx)
+    if few:  # said before the slow part, once (the head's own warning is silenced below)
+        typer.secho(f"warning: {few}", err=True, fg=typer.colors.YELLOW)
+    warnings.simplefilter("ignore", FewExamplesWarning)
+    enc = Encoder.load(bundle, backend=backend, threads=threads)
+    X = enc.embed(train.texts, progress=True, truncation="ignore")
     tr, dev = stratified_split(y_idx, dev_fraction, np.random.default_rng(seed))
+    typer.echo(f"fitting the {kind} head on {len(tr)} examples, {len(np.unique(y_idx[tr]))} labels", err=True)
     head = make_head(kind, encoder=enc, random_state=seed).fit(X[tr], y[tr])
     reports = {}
     if len(dev):

@@ -1,4 +1,4 @@
-"""Training batches: tokenized pairs, SMLM masking (METHOD.md §3.1) and padding (numpy only).
+"""Training batches: tokenized pairs, SMLM masking (docs/METHOD.md §3.1) and padding (numpy only).
 
 Everything random here is a pure function of (seed, epoch, batch index), so a resumed run sees exactly
 the batches and masks an uninterrupted one would, and every DDP rank can cut its slice from the same

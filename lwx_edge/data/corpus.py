@@ -32,6 +32,7 @@ MAX_EXAMPLES = 5
 
 @dataclass(frozen=True)
 class Pair:
+    """One parallel pair: English source, its translation, and both language codes."""
     src: str
     tgt: str
     src_lang: str
@@ -248,7 +249,7 @@ def allowed_chars(lang: str) -> frozenset[str]:
 
 @dataclass
 class PairFilter:
-    """Sentence-level filters (METHOD.md §2), tested on normalised text. Defaults suit Debian text.
+    """Sentence-level filters (docs/METHOD.md §5.1), tested on normalised text. Defaults suit Debian text.
 
     - ``min_chars`` / ``max_chars``: either side shorter than 2 or longer than 2000 characters is dropped
       (``too_short`` / ``too_long``).

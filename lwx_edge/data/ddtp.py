@@ -1,13 +1,13 @@
-"""The Debian DDTP corpus: package descriptions and their fr/de/es/it translations, from the apt lists.
+r"""The Debian DDTP corpus: package descriptions and their fr/de/es/it translations, from the apt lists.
 
 Run ``apt-get update -o Acquire::Languages=en,fr,de,es,it`` first; it puts ``*_i18n_Translation-xx``
 files next to the ``*_binary-*_Packages`` indexes under /var/lib/apt/lists (plain, .gz, .xz, .bz2, .lz4
 or .zst). Translation records align by ``Description-md5``. The ``Packages`` index gives each description
 its binary package, source package and section; when it has no ``Description-md5`` field the md5 is
-computed as apt does: md5 of the English description text plus "\\n" (checked on bookworm: it matches
+computed as apt does: md5 of the English description text plus "\n" (checked on bookworm: it matches
 99.97% of the Translation-en records).
 
-The split hashes the *source* package name (METHOD.md §7), so binary packages of one source, which repeat
+The split hashes the *source* package name (docs/METHOD.md §5.1), so binary packages of one source, which repeat
 whole paragraphs, never straddle train and test. Debian man-page translations (packages ``manpages-*``)
 are reserved for independent evaluation and are never read into the corpus.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -25,6 +26,8 @@ from typing import Iterable, Iterator
 
 from ..bundle import write_json_atomic, write_text_atomic
 from ..errors import CorpusError
+
+log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test")
 LABELS = ("games", "sound", "graphics", "science", "mail", "net", "editors", "text")
@@ -81,8 +84,8 @@ def read_index(path: str | Path) -> str:
 
 
 def stanzas(text: str | Iterable[str]) -> Iterator[dict[str, str]]:
-    """RFC 822 stanzas. A field's value is its first line (stripped) plus its continuation lines, each
-    after a "\\n" and with its leading space kept, exactly as apt hashes a description."""
+    r"""RFC 822 stanzas. A field's value is its first line (stripped) plus its continuation lines, each
+    after a "\n" and with its leading space kept, exactly as apt hashes a description."""
     lines = text.split("\n") if isinstance(text, str) else (line.rstrip("\n") for line in text)
     rec: dict[str, str] = {}
     key = None
@@ -167,16 +170,16 @@ def _progress(it, desc: str, progress: bool):
     return tqdm(it, desc=desc, unit=" records", mininterval=1.0, file=sys.stderr)
 
 
-def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path = "data/corpus/ddtp",
+def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path = "data/corpus/ddtp",  # noqa: C901
                langs: tuple[str, ...] = ("fr", "de", "es", "it"), progress: bool = True) -> dict:
-    """Build the DDTP corpus from apt lists. Writes, each atomically:
+    r"""Build the DDTP corpus from apt lists. Writes, each atomically:
 
     - ``{split}.en-{xx}.tsv``: en<TAB>xx training pairs: the short descriptions, plus the long
       description's paragraphs when both sides have the same number of paragraphs (bullet-only
       paragraphs skipped). Each distinct Description-md5 once; identical rows within a file once.
     - ``{split}.docs.jsonl``: one record per Description-md5 with an English text:
       {"md5", "package", "source", "section", "short": {lang: text}, "long": {lang: paragraphs joined
-      by "\\n"}} (languages present only when translated). ``section`` (e.g. "games") is the label.
+      by "\n"}} (languages present only when translated). ``section`` (e.g. "games") is the label.
     - ``summary.json``: docs, section counts of the labels and pair counts per split and language pair.
 
     Returns the summary.
@@ -281,5 +284,5 @@ def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path
     write_json_atomic(out_dir / "summary.json", summary)
     if progress:
         line = ", ".join(f"en-{lang} {summary['train'][f'en-{lang}']['pairs']:,}" for lang in langs)
-        print(f"ddtp: train pairs {line}; written to {out_dir} in {summary['seconds']}s", file=sys.stderr)
+        log.info("ddtp: train pairs %s; written to %s in %ss", line, out_dir, summary["seconds"])
     return summary

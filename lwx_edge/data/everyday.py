@@ -16,8 +16,8 @@ Nothing here is a man page or a public evaluation set (shared rule: those are ne
 """
 from __future__ import annotations
 
+import logging
 import re
-import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -26,6 +26,8 @@ import numpy as np
 from ..errors import CorpusError
 from .gettext import DIALOGUE_PACKAGES, build_gettext, deb_files, download_debs
 from .mono import build_mono
+
+log = logging.getLogger(__name__)
 
 PARALLEL_PACKAGES = DIALOGUE_PACKAGES + ("widelands-data", "freeciv-data", "freedroidrpg-data")
 HELD_OUT = ("freedroidrpg-data",)
@@ -119,7 +121,7 @@ def build_everyday(out_dir: str | Path = "data/corpus/everyday", work_dir: str |
     summary = {"pairs": {s: summary[s] for s in ("train", "dev", "test")}, "ding_pairs": len(set(ding)),
                "extra_mono": {k: len(v) for k, v in extra.items()}, "mono": mono}
     if progress:
-        print(f"everyday: mono sentences {mono}; Ding pairs {len(set(ding)):,}", file=sys.stderr)
+        log.info("everyday: mono sentences %s; Ding pairs %s", mono, f"{len(set(ding)):,}")
     return summary
 
 

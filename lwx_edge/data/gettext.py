@@ -18,6 +18,7 @@ any package with "manpages" in its name is refused.
 from __future__ import annotations
 
 import html
+import logging
 import re
 import struct
 import subprocess
@@ -33,6 +34,8 @@ from ..bundle import write_json_atomic, write_text_atomic
 from ..errors import CorpusError
 from ..text import normalize
 from .ddtp import SPLITS, split_of
+
+log = logging.getLogger(__name__)
 
 # Chosen by translated strings per MB of download on bookworm (fr+de+es+it entries counted in each .deb),
 # for ordinary UI and message text; about 130 MB in all. Never man-page translation packages.
@@ -76,8 +79,8 @@ def _check_packages(packages) -> list[str]:
 # --------------------------------------------------------------------------------------------- .mo files
 
 def parse_mo(data: bytes, name: str = "<mo>") -> Iterator[tuple[str, str]]:
-    """(msgid, msgstr) of a compiled catalog. The header entry (msgid "") only sets the charset; a context
-    ("ctxt\\x04msgid") is dropped; plural entries give their singular msgid and first form; empty
+    r"""(msgid, msgstr) of a compiled catalog. The header entry (msgid "") only sets the charset; a context
+    ("ctxt\x04msgid") is dropped; plural entries give their singular msgid and first form; empty
     translations are skipped. Fuzzy entries are not in a .mo unless compiled with --use-fuzzy."""
     if len(data) < 20:
         raise CorpusError(f"{name}: not a gettext .mo file (too short)")
@@ -184,8 +187,8 @@ def strip_accelerators(text: str) -> str:
 
 
 def clean_text(text: str) -> str:
-    """One UI string as plain text: markup tags out, accelerators out, entities unescaped; newlines, tabs
-    (also written as literal "\\n", "\\t") and runs of spaces become one space."""
+    r"""One UI string as plain text: markup tags out, accelerators out, entities unescaped; newlines, tabs
+    (also written as literal "\n", "\t") and runs of spaces become one space."""
     text = text.replace("\\n", " ").replace("\\t", " ")
     text = _TAG.sub(" ", text) if _TAG.search(text) else text
     text = strip_accelerators(text)
@@ -256,7 +259,7 @@ def download_debs(packages, deb_dir: str | Path, progress: bool = True) -> tuple
     todo = [p for p in packages if found(p) is None]
     if todo:
         if progress:
-            print(f"gettext: apt-get download {len(todo)} packages into {deb_dir}", file=sys.stderr)
+            log.info("gettext: apt-get download %d packages into %s", len(todo), deb_dir)
         r = _run(["apt-get", "download", *todo], cwd=deb_dir)
         if r.returncode != 0:  # one unknown package fails the batch: retry one by one
             for pkg in todo:
@@ -267,7 +270,7 @@ def download_debs(packages, deb_dir: str | Path, progress: bool = True) -> tuple
         deb = found(pkg)
         if deb is None:
             missing.append(pkg)
-            print(f"warning: apt-get download {pkg} failed; package skipped", file=sys.stderr)
+            log.warning("apt-get download %s failed; package skipped", pkg)
         else:
             debs[pkg] = deb
     return debs, missing
@@ -369,7 +372,7 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
             except CorpusError as e:
                 if "manpages" in str(e):
                     raise
-                print(f"warning: {pkg} skipped: {e}", file=sys.stderr)
+                log.warning("%s skipped: %s", pkg, e)
                 missing.append(pkg)
                 continue
             split = "test" if pkg in held_out else split_of(source)
@@ -382,7 +385,7 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
                 try:
                     entries = list(parse_mo(data, f"{deb.name}:{key}"))
                 except CorpusError as e:
-                    print(f"warning: {e}; catalog skipped", file=sys.stderr)
+                    log.warning("%s; catalog skipped", e)
                     dropped["bad_catalog"] += 1
                     continue
                 for msgid, msgstr in entries:
@@ -420,7 +423,7 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
             tmp.cleanup()
     if progress:
         line = ", ".join(f"en-{lang} {summary['train'][f'en-{lang}']['pairs']:,}" for lang in langs)
-        print(f"gettext: train pairs {line}; written to {out_dir} in {summary['seconds']}s", file=sys.stderr)
+        log.info("gettext: train pairs %s; written to %s in %ss", line, out_dir, summary["seconds"])
     return summary
 
 

@@ -1,4 +1,4 @@
-"""Teacher sentence vectors for distillation (METHOD.md §5): computed once, cached on disk as float16.
+"""Teacher sentence vectors for distillation (docs/METHOD.md §3.6): computed once, cached on disk as float16.
 
 The teacher reads the ORIGINAL (cased, untokenised) text; cache keys are the SHA-1 of the exact text's
 UTF-8 bytes. Layout::
@@ -33,6 +33,7 @@ _KEY_DTYPE = "S40"
 
 @runtime_checkable
 class Teacher(Protocol):
+    """What a distillation teacher provides: a name, a dimension and ``encode(texts)`` -> float32 [n, dim]."""
     name: str
     dim: int
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .. import runtime
+from .._logging import reporter
 from ..bundle import MANIFEST, PARITY, TOKENIZER, WEIGHTS, Bundle, sha256_file
 from ..errors import BundleError, InputError, LwxError
 from .parity import Thresholds
@@ -74,6 +75,7 @@ def __getattr__(name: str):
 
 
 def artifact_name(fmt: str, int8: bool) -> str:
+    """File name of the artefact of format ``fmt`` (int8 or fp32)."""
     return _exportable()[fmt].artifacts["int8" if int8 else "fp32"]
 
 
@@ -187,11 +189,12 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | 
     bundle or one without weights, ``InputError`` for bad arguments, ``ExportError`` for an unwritable output
     directory or a missing dependency, and ``ParityError`` if an artefact fails its checks (int8: cosine mean
     >= ``min_cos_mean`` (0.999) and min >= ``min_cos_min`` (0.99) against fp32 eager; fp32: near-identical
-    and batch-invariant within 1e-5). On any error nothing is left behind.
+    and batch-invariant within 1e-5). On any error nothing is left behind. Progress messages go to the
+    ``lwx_edge.export`` logger (INFO); ``log``, if given, receives each of them too.
     """
     from .. import _quiet
 
-    say = log or (lambda msg: None)
+    say = reporter(__name__, log)  # progress: logging (INFO), and ``log`` too when given
     fmts = _parse_formats(formats)
     max_batch = _positive_int(max_batch, "max_batch")
     if max_len is not None:

@@ -1,4 +1,4 @@
-"""ExecuTorch ``.pte`` export, lowered to XNNPACK, with dynamic batch and sequence length (EXPORT.md §2, §8): the
+"""ExecuTorch ``.pte`` export, lowered to XNNPACK, with dynamic batch and sequence length (docs/EXPORT.md §2, §8): the
 export twin of :mod:`lwx_edge.runtime.executorch_backend`.
 
 The program has one method ``forward(input_ids int64 [B, T], attention_mask int64 [B, T]) ->
@@ -24,6 +24,7 @@ PARITY_FIELDS = ("max_batch", "arena_bytes")
 
 
 def available() -> tuple[bool, str]:
+    """Whether ExecuTorch export can run here: (ok, why not)."""
     try:
         import executorch  # noqa: F401
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner  # noqa: F401

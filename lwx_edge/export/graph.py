@@ -27,7 +27,7 @@ class ExportEncoder(nn.Module):
         self.n_heads = cfg.n_heads
         self.max_len = max_len
         self.tok = enc.tok
-        self.tok.padding_idx = None  # EXPORT.md §7.9: a padding_idx breaks the embedding_byte fusion
+        self.tok.padding_idx = None  # docs/EXPORT.md §8, pitfall 5: a padding_idx breaks the embedding_byte fusion
         self.pos = nn.Embedding(max_len, cfg.d_model)
         with torch.no_grad():
             self.pos.weight.copy_(enc.pos.weight[:max_len])
@@ -49,7 +49,7 @@ class ExportEncoder(nn.Module):
 
 
 def example_inputs(vocab_size: int, max_batch: int, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Example inputs for torch.export: batch and seq >= 2 where the bounds allow (EXPORT.md §7.4)."""
+    """Example inputs for torch.export: batch and seq >= 2 where the bounds allow (docs/EXPORT.md §8, pitfall 4)."""
     b = 2 if max_batch >= 2 else 1
     t = min(16, max_len) if max_len >= 2 else 1
     g = torch.Generator().manual_seed(0)

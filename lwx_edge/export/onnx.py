@@ -1,5 +1,5 @@
-"""ONNX export with the dynamo exporter (opset 18), dynamic batch and sequence axes (EXPORT.md §4): the export
-twin of :mod:`lwx_edge.runtime.onnx_backend`.
+"""ONNX export with the dynamo exporter (opset 18), dynamic batch and sequence axes (docs/EXPORT.md §3, §4):
+the export twin of :mod:`lwx_edge.runtime.onnx_backend`.
 
 Inputs ``input_ids`` / ``attention_mask`` (int64 [batch, seq], 1 = token), output ``sentence_embedding``
 (float32 [batch, d], the raw mean-pooled vector). The maximum length and the tokenizer are recorded in the
@@ -19,6 +19,7 @@ PARITY_FIELDS: tuple[str, ...] = ()
 
 
 def available() -> tuple[bool, str]:
+    """Whether ONNX export can run here: (ok, why not)."""
     try:
         import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
@@ -56,7 +57,7 @@ def export_onnx(encoder, path: str | os.PathLike, *, max_len: int) -> dict:
         program = torch.onnx.export(
             model, example, dynamo=True, opset_version=18, verbose=False,
             input_names=["input_ids", "attention_mask"],
-            output_names=["sentence_embedding"],  # not "embedding": clashes with an internal value (§7.12)
+            output_names=["sentence_embedding"],  # not "embedding": clashes internally (docs/EXPORT.md §8, pitfall 9)
             dynamic_shapes=dynamic_shapes(None, max_len), optimize=True)
     program.save(str(path), external_data=False)
     return {"format": "onnx", "precision": "fp32", "quantization": "none (fp32)", "max_len": int(max_len),
@@ -81,6 +82,7 @@ def finalize(path: str | os.PathLike, metadata: dict[str, str]) -> None:
 
 
 def quantize(src: str | os.PathLike, dst: str | os.PathLike, workdir: str | os.PathLike) -> dict:
+    """Quantize the ONNX model ``src`` to int8 at ``dst``; returns the manifest fields of the recipe."""
     from .quantize import ONNX_INT8_RECIPE, quantize_onnx
 
     t0 = time.perf_counter()

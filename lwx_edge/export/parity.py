@@ -50,6 +50,7 @@ class Thresholds:
 
 @dataclass
 class Probe:
+    """The tokenized probe set of a parity check: texts, their ids after truncation, what was cut."""
     records: list[dict]          # {"text", "lang", "group", "kind"} per probe text
     ids: list[list[int]]         # token ids after truncation at max_len
     truncated: list[dict]        # {"index", "tokens_before", "tokens_kept"}
@@ -80,6 +81,7 @@ def build_probe(tokenizer) -> Probe:
 
 
 def batch_sizes(max_batch: int | None) -> list[int]:
+    """Batch sizes the parity check runs: 1, 4, 16, capped at and including ``max_batch``."""
     sizes = [1, 4, 16]
     if max_batch is not None:
         sizes = sorted({min(s, max_batch) for s in sizes} | {max_batch})
@@ -121,6 +123,7 @@ def _neighbours(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def retrieval_agreement(ref: np.ndarray, art: np.ndarray, k: int = 5) -> dict:
+    """Nearest-neighbour agreement of an artefact's vectors with the reference's (top-1, top-k overlap)."""
     k = max(1, min(k, ref.shape[0] - 1))
     nr, na = _neighbours(ref, k), _neighbours(art, k)
     top1 = float(np.mean(nr[:, 0] == na[:, 0]))
@@ -129,11 +132,13 @@ def retrieval_agreement(ref: np.ndarray, art: np.ndarray, k: int = 5) -> dict:
 
 
 def batch_invariance(modes: dict[int, np.ndarray]) -> float:
+    """Largest absolute difference between each batch size's vectors and the batch-1 ones."""
     alone = modes[min(modes)]
     return float(max((np.abs(v - alone).max() for bs, v in modes.items() if bs != min(modes)), default=0.0))
 
 
 def compare(ref: dict[int, np.ndarray], art: dict[int, np.ndarray]) -> dict:
+    """Cosine, max abs difference and batch invariance of an artefact against the reference, per batch size."""
     cos = np.concatenate([_cos(art[bs], ref[bs]) for bs in art])
     diff = max(float(np.abs(art[bs] - ref[bs]).max()) for bs in art)
     largest = max(art)
@@ -238,6 +243,7 @@ def format_table(report: dict) -> str:
 
 
 def sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file (hex)."""
     from lwx_edge.bundle import sha256_file
 
     return sha256_file(Path(path))

@@ -1,4 +1,4 @@
-"""int8 recipes (EXPORT.md §3, §4, §8).
+"""int8 recipes (docs/EXPORT.md §2, §3, §8).
 
 ExecuTorch: 8-bit per-row embedding tables (torchao ``IntxWeightOnlyConfig(int8, PerAxis(0))`` on every
 ``nn.Embedding``; lowered to ``quantized_decomposed::embedding_byte``) + dynamic per-channel int8 linears
@@ -6,7 +6,7 @@ ExecuTorch: 8-bit per-row embedding tables (torchao ``IntxWeightOnlyConfig(int8,
 LayerNorm stays fp32.
 
 ONNX: ORT ``quantize_dynamic`` with QInt8 per-channel weights and ``reduce_range=True`` on MatMul, Gemm and
-Gather. Without ``reduce_range`` the U8S8 kernels saturate on x86 CPUs without VNNI (EXPORT.md §7.14).
+Gather. Without ``reduce_range`` the U8S8 kernels saturate on x86 CPUs without VNNI (docs/EXPORT.md §8, pitfall 11).
 """
 from __future__ import annotations
 

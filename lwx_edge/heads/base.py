@@ -9,6 +9,7 @@ so prediction needs numpy alone (and an app can re-implement it from ``head.json
 """
 from __future__ import annotations
 
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -17,10 +18,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from ..errors import InputError
 from .io import ACTIVATIONS, KINDS, HeadError, check_encoder, save_head  # noqa: F401  (re-exported)
 
-
 # --------------------------------------------------------------------------------------------- numpy math
 
 def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax, in place on a copy of the shifted logits."""
     z = logits - logits.max(axis=1, keepdims=True)
     np.exp(z, out=z)
     z /= z.sum(axis=1, keepdims=True)
@@ -28,6 +29,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def activate(h: np.ndarray, act: str) -> np.ndarray:
+    """Apply a hidden activation (tanh, relu, identity, ...) in place."""
     if act == "tanh":
         return np.tanh(h, out=h)
     if act == "relu":
@@ -84,7 +86,24 @@ def stratified_split(y_idx: np.ndarray, fraction: float, rng: np.random.Generato
     return np.sort(np.concatenate(train)), dev_idx
 
 
+class FewExamplesWarning(UserWarning):
+    """Most labels have a single example: a head learns little from them and cannot stop its training early."""
+
+
+def few_examples(y_idx: np.ndarray) -> str | None:
+    """What to tell a user whose labels (class indices ``y_idx``) mostly have one example, else None."""
+    counts = np.bincount(y_idx)
+    single = int((counts == 1).sum())
+    if single * 2 <= len(counts):
+        return None
+    return (f"{single} of {len(counts)} labels have a single example: a classifier learns little from one "
+            "example per label, and with no second example no held-out slice can stop its training early"
+            + (" (fitting this many labels can take minutes)" if len(counts) >= 500 else "")
+            + "; to find the closest known text instead, use Encoder.search or lwx_edge.Index")
+
+
 def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """Mean recall over the classes present in ``y_true`` (NaN when empty)."""
     recalls = [float(np.mean(y_pred[y_true == c] == c)) for c in np.unique(y_true)]
     return float(np.mean(recalls)) if recalls else float("nan")
 
@@ -103,6 +122,7 @@ def _label_kind(values: np.ndarray) -> str:
 
 
 def confusion(y_true: Sequence, y_pred: Sequence, labels: Sequence) -> np.ndarray:
+    """Confusion matrix [true, predicted] in the order of ``labels``."""
     pos = {lab: i for i, lab in enumerate(labels)}
     m = np.zeros((len(labels), len(labels)), dtype=np.int64)
     for t, p in zip(y_true, y_pred):
@@ -208,6 +228,9 @@ class BaseHead(ClassifierMixin, BaseEstimator):
         """Fit on texts (needs ``encoder``) or embeddings [n, d] and labels; returns self."""
         Xf = self._features(X, fitted=False)
         classes, y_idx = self._labels(y, Xf.shape[0])
+        few = few_examples(y_idx)
+        if few:
+            warnings.warn(few, FewExamplesWarning, stacklevel=2)
         self._record_encoder()
         if self.encoder_info_ is not None and self.encoder_info_.get("embedding_dim") not in (None, Xf.shape[1]):
             raise InputError(f"embeddings have {Xf.shape[1]} dimensions but the encoder outputs "

@@ -63,7 +63,7 @@ def _jsonable(v):
     return str(v)
 
 
-def save_head(head: BaseHead, path: str | os.PathLike, info: dict | None = None) -> Path:
+def save_head(head: BaseHead, path: str | os.PathLike, info: dict | None = None) -> Path:  # noqa: F821 (base imports io)
     """Write a fitted head into directory ``path`` atomically (replacing an older head there)."""
     head._check_fitted()
     path = Path(path)
@@ -115,6 +115,7 @@ def save_head(head: BaseHead, path: str | os.PathLike, info: dict | None = None)
 
 
 def read_head_meta(path: str | os.PathLike) -> dict:
+    """The ``head.json`` of a head directory (or of that file itself), as a dict."""
     path = Path(path)
     if path.is_file() and path.name == HEAD_JSON:
         path = path.parent
@@ -125,27 +126,36 @@ def read_head_meta(path: str | os.PathLike) -> dict:
     if not path.is_dir():
         raise HeadError(f"{path}: a head is a directory (head.json + head.npz), got a file")
     try:
-        meta = json.loads((path / HEAD_JSON).read_text(encoding="utf-8"))
+        meta = json.loads(inside(path, HEAD_JSON, "head file").read_text(encoding="utf-8"))
+    except BundleError as e:
+        raise HeadError(str(e)) from None
     except FileNotFoundError:
         raise HeadError(f"{path}: not a head directory ({HEAD_JSON} is missing)") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise HeadError(f"{path / HEAD_JSON}: corrupt (not valid JSON: {e})") from None
+    except OSError as e:
+        raise HeadError(f"{path / HEAD_JSON}: cannot be read ({e.strerror or e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise HeadError(f"{path / HEAD_JSON}: not an lwx-edge head")
     if meta.get("format_version") != FORMAT_VERSION:
         raise HeadError(f"{path}: head format version {meta.get('format_version')} is not supported "
                         f"(this lwx-edge reads version {FORMAT_VERSION})")
+    for key, kind in (("classes", list), ("layers", list), ("weights", dict), ("input", dict), ("params", dict),
+                      ("training", dict), ("info", dict)):
+        if meta.get(key) is not None and not isinstance(meta[key], kind):
+            raise HeadError(f"{path / HEAD_JSON}: {key!r} is not a JSON {'list' if kind is list else 'object'} "
+                            "(damaged or edited); refit the head")
     return meta
 
 
-def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:
+def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:  # noqa: C901, F821 (one check per field; base imports io)
     """Load a head saved with ``head.save(path)``. With ``encoder``, refuse it unless it is the encoder the
     head was fitted on (``HeadError``); the head then embeds texts with it."""
     path = Path(path)
     if path.is_file() and path.name == HEAD_JSON:
         path = path.parent
     meta = read_head_meta(path)
-    cls = KINDS.get(meta.get("kind"))
+    cls = KINDS.get(meta.get("kind")) if isinstance(meta.get("kind"), str) else None
     if cls is None:
         raise HeadError(f"{path}: unknown head kind {meta.get('kind')!r} (known: {', '.join(KINDS)})")
     if "encoder" not in meta:  # save_head always writes it (null for a head fitted on vectors)
@@ -181,7 +191,7 @@ def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:
         classes = meta["classes"]
         head.classes_ = np.asarray(classes, dtype=str if meta.get("classes_type") == "str" else np.int64)
         head.n_features_in_ = int(meta["n_features"])
-        std = bool(meta.get("input", {}).get("standardize"))
+        std = bool((meta.get("input") or {}).get("standardize"))
         head.mean_ = arrays["mean"] if std else None
         head.scale_ = arrays["scale"] if std else None
         layers = []
@@ -211,7 +221,8 @@ def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:
         head.coef_ = layers[0][0].T.copy()
         head.intercept_ = layers[0][1]
     for k, v in (meta.get("training") or {}).items():
-        setattr(head, k + "_", v)
+        if k + "_" in _TRAINING_ATTRS:  # never layers_, classes_... from an edited file
+            setattr(head, k + "_", v)
     head.encoder_info_ = meta.get("encoder")
     head.info_ = meta.get("info") or {}
     head.encoder = encoder
@@ -222,8 +233,9 @@ def check_encoder(recorded: dict | None, enc, where: str = "the head") -> None:
     """Refuse an encoder that is not the one a head was fitted on (same weights or model files)."""
     if enc is None:
         return
-    if recorded is not None and (not isinstance(recorded, dict) or not recorded.get("sha256")):
-        raise HeadError(f"{where}: its encoder record is malformed (no sha256); refit the head")
+    if recorded is not None and (not isinstance(recorded, dict) or not isinstance(recorded.get("sha256"), str)
+                                 or not isinstance(recorded.get("model_files") or {}, dict)):
+        raise HeadError(f"{where}: its encoder record is malformed (no sha256 or model files); refit the head")
     if recorded is None:
         warnings.warn(f"{where} does not record which encoder it was fitted on; cannot check that it "
                       "matches this encoder", UserWarning, stacklevel=3)

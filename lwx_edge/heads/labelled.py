@@ -19,6 +19,7 @@ from ..errors import InputError, open_input
 
 @dataclass
 class LabelledFile:
+    """Texts and labels read from a labelled file, and how many rows were skipped; unpacks as (texts, labels)."""
     texts: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     skipped: int = 0

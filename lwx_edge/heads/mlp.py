@@ -1,4 +1,4 @@
-"""Small MLP head in numpy (METHOD.md §6.3, the on-device head protocol of [C] §4.2).
+"""Small MLP head in numpy (the on-device head protocol of [C] §4.2).
 
 Dense layers with tanh hidden units (two of 512 by default; the count and sizes are configurable), softmax
 output, class-balanced cross-entropy, Adam (lr 5e-4, x0.9 each epoch), batch 16, at most 20 epochs, with

@@ -1,4 +1,4 @@
-"""Training losses (METHOD.md §3 and §5). Each is a pure function computed in fp32.
+"""Training losses (docs/METHOD.md §3). Each is a pure function computed in fp32.
 
 - :func:`generative_targets`, :func:`generative_loss` — UGT / XTR / SMLM, [P] Eqs. 1–4.
 - :func:`alignment_loss` — bidirectional in-batch alignment, [P] Eq. 5.
@@ -6,7 +6,7 @@
 - :func:`distance_constraint_loss` — cT-LASER, [T] Eqs. 7–10.
 - :func:`ranking_loss` — one-directional translation ranking, [C] §2.
 - :func:`teacher_targets`, :func:`distillation_loss`, :func:`mono_distillation_loss`,
-  :func:`relational_loss` — knowledge distillation, METHOD §5.
+  :func:`relational_loss` — knowledge distillation, docs/METHOD.md §3.6.
 - :data:`LOSSES` — the registry of the objective's terms (weight key, inputs, batch-level or not).
 """
 from .alignment import alignment_loss

@@ -1,4 +1,4 @@
-"""Sentence alignment loss, [P] Eq. 5 (METHOD.md §3.3).
+"""Sentence alignment loss, [P] Eq. 5 (docs/METHOD.md §3.3).
 
 Also holds the small shape checks shared by the other embedding losses of this package.
 """
@@ -52,6 +52,7 @@ def alignment_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
     Args:
         u, v: sentence vectors of the two sides, [n, d], row i of u translates row i of v.
+
     Returns:
         scalar loss (fp32).
     """

@@ -1,4 +1,4 @@
-"""Distance-constraint loss of cT-LASER, [T] Eqs. 7–10 (METHOD.md §3.6)."""
+"""Distance-constraint loss of cT-LASER, [T] Eqs. 7–10 (docs/METHOD.md §3.6)."""
 from __future__ import annotations
 
 import torch
@@ -28,6 +28,7 @@ def distance_constraint_loss(u: torch.Tensor, v: torch.Tensor, alpha: float = 0.
     Args:
         u, v: sentence vectors [n, d]; row i of u translates row i of v.
         alpha: margin α (0.5). beta: β (0.25). lam: λ, default β/2. n_neg: N_s (20).
+
     Returns:
         scalar loss (fp32).
     """

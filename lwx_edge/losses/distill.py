@@ -1,6 +1,6 @@
-"""Knowledge-distillation losses (METHOD.md §5; not in [P]).
+"""Knowledge-distillation losses (docs/METHOD.md §3.6; not in [P]).
 
-Standard recipe of Reimers & Gurevych 2020 with a training-only projection g (METHOD §5 (i)), the proposed
+Standard recipe of Reimers & Gurevych 2020 with a training-only projection g (docs/METHOD.md §3.6), the proposed
 RMS-1 teacher targets, and the relational variant (iii).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _check_teacher(teacher, n: int, name_pred: str, pred_shape, same_dim: bool) 
 
 def teacher_targets(teacher: torch.Tensor) -> torch.Tensor:
     """t̃_i = √d_T · T_i / ‖T_i‖₂ (row-wise, fp32), so every row has RMS 1 and the KD loss is O(1)
-    (METHOD §5, "Proposed KD loss"). A teacher row of norm 0 is an error (it has no direction)."""
+    (docs/METHOD.md §3.6, "Target"). A teacher row of norm 0 is an error (it has no direction)."""
     _check_matrix("teacher", teacher)
     with _fp32(teacher):
         t = teacher.float()
@@ -45,7 +45,7 @@ def output_targets(x: torch.Tensor) -> torch.Tensor:
 
 
 def mono_distillation_loss(pred: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-    """Single-side KD: L = mean_{i,k} (g(x_i) − t̃_i)_k², t̃ = :func:`teacher_targets` (METHOD §5).
+    """Single-side KD: L = mean_{i,k} (g(x_i) − t̃_i)_k², t̃ = :func:`teacher_targets` (docs/METHOD.md §3.6).
 
     Args:
         pred: projected student vectors g(x) [n, d_T]. teacher: raw teacher vectors [n, d_T], any dtype.
@@ -58,7 +58,7 @@ def mono_distillation_loss(pred: torch.Tensor, teacher: torch.Tensor) -> torch.T
 
 
 def distillation_loss(pred_a: torch.Tensor, pred_b: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-    """Parallel-pair KD, scheme (a) of METHOD §5 (both sides regress to the *source* teacher vector):
+    """Parallel-pair KD, as in docs/METHOD.md §3.6 (both sides regress to the *source* teacher vector):
 
         L_KD = mean_{i,k} (g(u_i) − t̃_i)_k² + mean_{i,k} (g(v_i) − t̃_i)_k²,   t̃_i = √d_T · T_i/‖T_i‖
 
@@ -74,7 +74,7 @@ def distillation_loss(pred_a: torch.Tensor, pred_b: torch.Tensor, teacher: torch
 
 
 def relational_loss(u: torch.Tensor, v: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-    """Relational KD, METHOD §5 (iii); needs no dimension match between student and teacher:
+    """Relational KD [O] (not in docs/METHOD.md); needs no dimension match between student and teacher:
 
         C_t = cos(t_i, t_j),  C_uu = cos(u_i, u_j),  C_vv = cos(v_i, v_j),  C_uv = cos(u_i, v_j)
         L_rel = (1/n²) Σ_ij (C_uu − C_t)² + (1/n²) Σ_ij (C_vv − C_t)² + (1/n²) Σ_ij (C_uv − C_t)²

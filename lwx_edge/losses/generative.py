@@ -1,4 +1,4 @@
-"""Unified generative task (UGT = SMLM ⊕ XTR), [P] Eqs. 1–4 (METHOD.md §3.2).
+"""Unified generative task (UGT = SMLM ⊕ XTR), [P] Eqs. 1–4 (docs/METHOD.md §3.2).
 
 Each side's pooled prediction p_a, p_b ∈ Δ^V gets a target q_a, q_b ∈ R^V built from the token ids after
 masking. Sentences are *sets* of ids ([P] footnote 4, N_w = 1) weighted 1/ℓ, with ℓ the true length
@@ -143,6 +143,7 @@ def generative_loss(logits_a: torch.Tensor, logits_b: torch.Tensor, ids_a: torch
     Args:
         logits_a, logits_b [n, V]: the generative head's logits from the pooled u and v.
         ids_a, ids_b, masked_side, masked_token, mode, pad_id: as in :func:`generative_targets`.
+
     Returns:
         scalar loss (fp32).
     """

@@ -1,4 +1,4 @@
-"""Translation ranking loss, Chidambaram et al. 2019 §2, Eqs. 1–2 ([C]; METHOD.md §3.6)."""
+"""Translation ranking loss, Chidambaram et al. 2019 §2, Eqs. 1–2 ([C]; docs/METHOD.md §3.6)."""
 from __future__ import annotations
 
 import torch
@@ -22,6 +22,7 @@ def ranking_loss(u: torch.Tensor, v: torch.Tensor, hard_negatives: torch.Tensor 
         u: inputs [n, d]. v: their translations [n, d].
         hard_negatives: optional [m, d] extra candidates appended to the pool shared by the whole batch
             (with 5 per example, m = 5n and the score matrix has n(1+5) columns).
+
     Returns:
         scalar loss (fp32).
     """

@@ -24,6 +24,7 @@ from .similarity import similarity_loss
 
 @dataclass(frozen=True)
 class Loss:
+    """One loss term: its weight name, function, the inputs it reads, and whether it is batch-level."""
     name: str                              # its LossWeights field and its metrics key
     fn: Callable[..., torch.Tensor]        # called with the inputs named by ``reads``, in that order
     reads: tuple[str, ...]

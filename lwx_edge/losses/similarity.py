@@ -1,4 +1,4 @@
-"""Sentence similarity loss, [P] Eq. 6 (METHOD.md §3.4)."""
+"""Sentence similarity loss, [P] Eq. 6 (docs/METHOD.md §3.4)."""
 from __future__ import annotations
 
 import math
@@ -29,6 +29,7 @@ def similarity_loss(u: torch.Tensor, v: torch.Tensor, eps: float = 1e-4) -> torc
     Args:
         u, v: sentence vectors [n, d] of the two sides.
         eps: clamp margin, 0 < eps < 1.
+
     Returns:
         scalar loss (fp32).
     """

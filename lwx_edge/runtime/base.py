@@ -9,6 +9,7 @@ import numpy as np
 
 
 class Backend(Protocol):
+    """What ``Encoder`` needs of a backend: ``run(input_ids, attention_mask)`` -> float32 [batch, d]."""
     name: str
     call_overhead: float  # one call's own cost in row·token steps (lwx_edge.batching.plan_batches)
 

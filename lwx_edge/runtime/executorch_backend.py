@@ -1,7 +1,7 @@
 """ExecuTorch backend: runs ``model.pte`` / ``model.int8.pte`` (XNNPACK) with ExecuTorch's Python runtime.
 
 Nothing is imported from ExecuTorch (which itself imports torch) until a backend is created.
-Runtime notes (EXPORT.md §7): int8 programs need ``import executorch.kernels.quantized`` before loading
+Runtime notes (docs/EXPORT.md §2, §7, §8): int8 programs need ``import executorch.kernels.quantized`` before loading
 (``embedding_byte``); the thread pool is reset *before* ``load_method`` (XNNPACK keeps the pool it saw);
 inputs are contiguous int64; batches above the program's ``max_batch`` run in chunks of rows of similar
 length, each cut to its own longest row (right padding). One loaded method owns one planned activation

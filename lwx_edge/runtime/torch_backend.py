@@ -13,6 +13,7 @@ from .base import BackendSpec
 
 
 class TorchBackend:
+    """Runs the PyTorch encoder of a bundle's weights (the training-side reference)."""
     name = "torch"
     # What one call costs on its own, in row·token steps (tools/bench_app.py --calibrate): Encoder.embed
     # splits a batch where padding would cost more than another call (lwx_edge.batching).
