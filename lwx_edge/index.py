@@ -20,6 +20,12 @@ Every ``add``/``upsert``/``delete`` batch is one transaction (a crash leaves the
 the file runs in WAL mode so readers in other processes keep working while one writes, and ``close`` folds
 the WAL back into the file, so the file alone can be copied to a phone. Search is exact: the int8 vectors
 are held in memory (dim bytes per item) and scored in chunks of float32, so memory stays flat.
+
+Approximate search (``pip install 'lwx-edge[ann]'``, usearch HNSW; :mod:`lwx_edge._ann`): from
+``APPROX_MIN_ITEMS`` items on, or whenever ``approximate=True``, an unfiltered search asks a graph for
+candidates and rescores them exactly. The graph is derived from the file, never a source of truth: a sidecar
+``NAME.ann`` keyed by rowid, tied to the ``generation`` the meta table counts up on every write; a sidecar
+that is missing, damaged or stale is rebuilt. ``where=`` searches are always exact.
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import _ann
 from .errors import InputError, LwxError
 
 __all__ = ["Index", "Hit", "IndexFileError", "quantize", "dequantize"]
@@ -41,6 +48,8 @@ FORMAT, FORMAT_VERSION = "lwx-edge-index", 1
 _CHUNK_ROWS = 2048          # rows dequantized at once: 2048 x 512 float32 = 4 MB (fits in cache)
 _SCORE_BLOCK = 1 << 22      # scores held at once (queries x items): 16 MB of float32
 _DEFAULT_BATCH = 256        # texts embedded and committed per transaction
+APPROX_MIN_ITEMS = 50_000   # approximate=None uses the graph from this many items on (tools/bench_index.py)
+_APPROX_EXTRA = 20          # the graph's candidates per query: 2 * top_k + this, rescored exactly
 
 
 class IndexFileError(LwxError):
@@ -102,22 +111,32 @@ def _shown(items: list, n: int = 5) -> str:
 
 
 class Index:
-    """Items (id, text, metadata, int8 vector) in one SQLite file, searched exactly by cosine. Open or create
-    one with :meth:`Index.open`; close it (or use ``with``) so the file alone holds everything."""
+    """Items (id, text, metadata, int8 vector) in one SQLite file, searched by cosine: exactly, or through an
+    approximate graph for large indexes (the ``[ann]`` extra). Open or create one with :meth:`Index.open`;
+    close it (or use ``with``) so the file alone holds everything."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, encoder, meta: dict):
+    def __init__(self, path: Path, conn: sqlite3.Connection, encoder, meta: dict, approximate: bool | None = None):
         self.path, self._conn, self.encoder, self.meta = path, conn, encoder, meta
         self.dim = int(meta["dim"])
+        self.approximate = approximate
         self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # rowids, int8 [n, d], scales
         self._version = None
+        self._cache_generation = None  # the meta table's generation the cache reflects
+        self._ann: _ann.Graph | None = None
 
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, path: str | os.PathLike, encoder=None, *, create: bool = False) -> Index:
+    def open(cls, path: str | os.PathLike, encoder=None, *, create: bool = False,
+             approximate: bool | None = None) -> Index:
         """Open an index file; ``create=True`` makes a new one when ``path`` does not exist (needs
         ``encoder``). Refuses (``IndexFileError``) a file that is not an index, is damaged, or was built by
-        another encoder than ``encoder`` (pass ``encoder=None`` to read ids, texts and metadata only)."""
+        another encoder than ``encoder`` (pass ``encoder=None`` to read ids, texts and metadata only).
+        ``approximate``: the default of :meth:`search` (None: the approximate graph from
+        ``APPROX_MIN_ITEMS`` items on when usearch is installed; True: always, needs the ``[ann]`` extra;
+        False: always exact)."""
         path = Path(path)
+        if approximate is True and not _ann.available():
+            raise _need_ann()
         if path.is_dir():
             raise IndexFileError(f"{path}: is a directory, not an index file")
         if not path.exists():
@@ -126,7 +145,7 @@ class Index:
                                      "or lwx-edge index add makes one)")
             if encoder is None:
                 raise InputError("creating an index needs the encoder that will fill it")
-            return cls._create(path, encoder)
+            return cls._create(path, encoder, approximate)
         try:
             with open(path, "rb") as f:
                 head = f.read(16)
@@ -156,7 +175,7 @@ class Index:
         except (KeyError, ValueError, TypeError):
             conn.close()
             raise IndexFileError(f"{path}: the index's meta table is damaged") from None
-        index = cls(path, conn, encoder, meta)
+        index = cls(path, conn, encoder, meta, approximate)
         if encoder is not None:
             try:
                 index._check_encoder(encoder)
@@ -176,7 +195,7 @@ class Index:
         return conn
 
     @classmethod
-    def _create(cls, path: Path, encoder) -> Index:
+    def _create(cls, path: Path, encoder, approximate: bool | None = None) -> Index:
         from .bundle import atomic_file
 
         dim = encoder.dim or len(encoder.embed("dimension probe"))
@@ -193,7 +212,7 @@ class Index:
             conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
             conn.commit()
             conn.close()
-        return cls.open(path, encoder)
+        return cls.open(path, encoder, approximate=approximate)
 
     def _check_encoder(self, encoder) -> None:
         recorded, ident = self.meta["encoder"], encoder.identity()
@@ -212,6 +231,7 @@ class Index:
     def close(self) -> None:
         """Fold the WAL back into the file (so the file alone is the index) and close it."""
         if self._conn is not None:
+            self._save_graph()
             try:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.DatabaseError:
@@ -293,10 +313,12 @@ class Index:
         missing = [i for i in ids if i not in self]
         if missing:
             raise InputError(f"{self.path}: no item with id {_shown(missing)}; nothing was deleted")
+        self._graph_for_writes()
         with self._transaction():
             rows = [r for (r,) in self._rowids(ids)]
             self.conn.executemany("DELETE FROM items WHERE rowid = ?", [(r,) for r in rows])
-        self._drop_cached(rows)
+            generation = self._bump_generation()
+        self._drop_cached(rows, generation)
         return len(rows)
 
     def _write(self, ids, texts, metadata, *, replace, store_text, batch_size, progress, vectors=None) -> int:
@@ -327,6 +349,7 @@ class Index:
                                  "added (use upsert to replace them)")
         if vectors is None and texts:
             self.encoder.tokenizer.check(texts)  # every text checked before anything is written
+        self._graph_for_writes()
         starts = range(0, len(ids), batch_size)
         if progress or (progress is None and len(ids) > 5 * batch_size):
             from tqdm.auto import tqdm
@@ -347,8 +370,9 @@ class Index:
                                       rows)  # one writer: the new rows take the rowids above the old maximum
                 new = [r for (r,) in self.conn.execute("SELECT rowid FROM items WHERE rowid > ? ORDER BY rowid",
                                                        (top,))]
-            self._drop_cached(old)
-            self._append_cached(np.array(new, dtype=np.int64), q, scale)
+                generation = self._bump_generation()
+            self._drop_cached(old, generation)
+            self._append_cached(np.array(new, dtype=np.int64), q, scale, generation)
         return len(ids)
 
     def _rowids(self, ids: list) -> Iterable[tuple[int]]:
@@ -358,6 +382,19 @@ class Index:
             out += self.conn.execute(f"SELECT rowid FROM items WHERE id IN ({','.join('?' * len(part))})",
                                      part).fetchall()
         return out
+
+    def _bump_generation(self) -> int:
+        """Count this write in the meta table (inside its transaction); the new generation."""
+        self.conn.execute("INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) "
+                          "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)")
+        return self._generation()
+
+    def _generation(self) -> int:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        try:
+            return int(row[0]) if row else 0
+        except ValueError:
+            return 0
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -375,7 +412,12 @@ class Index:
         """(rowids, int8 vectors, scales), reloaded when another connection has committed since."""
         version = self.conn.execute("PRAGMA data_version").fetchone()[0]
         if self._cache is None or version != self._version:
-            rows = self.conn.execute("SELECT rowid, vector, scale FROM items ORDER BY rowid").fetchall()
+            self.conn.execute("BEGIN")  # rows and generation from one snapshot
+            try:
+                rows = self.conn.execute("SELECT rowid, vector, scale FROM items ORDER BY rowid").fetchall()
+                generation = self._generation()
+            finally:
+                self.conn.execute("COMMIT")
             n = len(rows)
             q = np.empty((n, self.dim), dtype=np.int8)
             for k, (_, blob, _) in enumerate(rows):
@@ -385,27 +427,79 @@ class Index:
                 q[k] = np.frombuffer(blob, dtype=np.int8)
             self._cache = (np.fromiter((r[0] for r in rows), dtype=np.int64, count=n), q,
                            np.fromiter((r[2] for r in rows), dtype=np.float32, count=n))
-            self._version = version
+            self._version, self._cache_generation = version, generation
         return self._cache
 
-    def _append_cached(self, rowids, q, scale) -> None:
+    def _append_cached(self, rowids, q, scale, generation: int) -> None:
         if self._cache is not None:
             r, v, s = self._cache
             self._cache = (np.concatenate([r, rowids]), np.concatenate([v, q]), np.concatenate([s, scale]))
+        self._graph_follows(generation, add=(rowids, q))
 
-    def _drop_cached(self, rowids) -> None:
+    def _drop_cached(self, rowids, generation: int) -> None:
         if self._cache is not None and len(rowids):
             r, v, s = self._cache
             keep = ~np.isin(r, np.asarray(rowids, dtype=np.int64))
             self._cache = (r[keep], v[keep], s[keep])
+        self._graph_follows(generation, remove=rowids)
+
+    # ------------------------------------------------------------------------------------------ the graph
+    def _graph_follows(self, generation: int, add=None, remove=()) -> None:
+        """After one committed write: the cache and a graph that reflected the generation before it follow
+        it; a graph that did not (another process wrote in between) is dropped, to be rebuilt."""
+        if self._cache is not None and self._cache_generation in (generation - 1, generation):
+            self._cache_generation = generation
+        elif self._cache is not None:
+            self._cache, self._version = None, None  # reload on the next search
+        g = self._ann
+        if g is None:
+            return
+        if g.generation not in (generation - 1, generation) or self._cache is None:
+            self._ann = None
+            return
+        if len(remove):
+            g.remove(remove)
+        if add is not None:
+            g.add(*add)
+        g.generation = generation
+
+    def _graph_for_writes(self) -> None:
+        """Before a write: load a current sidecar, so that the write updates it instead of outdating it."""
+        if (self._ann is None and self.approximate is not False and _ann.sidecar_path(self.path).is_file()
+                and _ann.available()):
+            rowids = self._vectors()[0]
+            self._ann = _ann.Graph.load(_ann.sidecar_path(self.path),
+                                        _ann.Graph.header(rowids, self.dim, self._cache_generation))
+
+    def _graph(self) -> _ann.Graph:
+        """The graph of the cached vectors: the one in memory, the sidecar's, or a new one (then saved)."""
+        rowids, q, _ = self._vectors()
+        if self._ann is not None and self._ann.generation == self._cache_generation:
+            return self._ann
+        head = _ann.Graph.header(rowids, self.dim, self._cache_generation)
+        self._ann = _ann.Graph.load(_ann.sidecar_path(self.path), head)
+        if self._ann is None:
+            self._ann = _ann.Graph.build(rowids, q, self._cache_generation)
+            self._save_graph()
+        return self._ann
+
+    def _save_graph(self) -> None:
+        g = self._ann
+        if g is not None and g.dirty and self._cache is not None and g.generation == self._cache_generation:
+            g.save(_ann.sidecar_path(self.path), _ann.Graph.header(self._cache[0], self.dim, g.generation))
 
     # ------------------------------------------------------------------------------------------ search
-    def search(self, query, top_k: int = 10, where: dict | None = None) -> list[Hit] | list[list[Hit]]:
+    def search(self, query, top_k: int = 10, where: dict | None = None, *,
+               approximate: bool | None = None) -> list[Hit] | list[list[Hit]]:
         """The ``top_k`` items nearest to ``query`` (a text, or a unit vector), best first; a list of
         queries gives a list of lists. ``where={"key": value, ...}`` keeps items whose metadata has those
-        values."""
+        values (always searched exactly). ``approximate`` overrides the index's default (see :meth:`open`):
+        the graph's candidates are rescored exactly, so scores and tie order are the exact search's."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise InputError(f"top_k must be a positive integer, got {top_k!r}")
+        mode = self.approximate if approximate is None else approximate
+        if mode is True and not _ann.available():
+            raise _need_ann()
         single = isinstance(query, str) or (isinstance(query, np.ndarray) and query.ndim == 1)
         qv = self._query_vectors(query)
         rowids, q, scale = self._vectors()
@@ -416,8 +510,21 @@ class Index:
         k = min(top_k, len(rowids))
         if k == 0:
             return [] if single else [[] for _ in range(len(qv))]
+        graph = not where and k < len(rowids) and (
+            mode is True or (mode is None and len(rowids) >= APPROX_MIN_ITEMS and _ann.available()))
+        if graph:
+            best_i, best_s = self._search_graph(qv, k, rowids, q, scale)
+        else:
+            best_i, best_s = self._search_exact(qv, k, q, scale)
+        rows = self._rows(rowids[np.unique(np.concatenate(best_i))])
+        out = [[Hit(*rows[int(rowids[i])][:1], float(sc), *rows[int(rowids[i])][1:])
+                for i, sc in zip(ii, ss)] for ii, ss in zip(best_i, best_s)]
+        return out[0] if single else out
+
+    def _search_exact(self, qv, k, q, scale) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Row positions and scores of the ``k`` best rows per query, by scoring every row."""
         best_s, best_i = [], []
-        per_block = max(1, _SCORE_BLOCK // len(rowids))  # queries scored at once: scores stay under 16 MB
+        per_block = max(1, _SCORE_BLOCK // len(q))  # queries scored at once: scores stay under 16 MB
         for b in range(0, len(qv), per_block):
             scores = self._scores(qv[b:b + per_block], q, scale)
             for row in scores:  # the k best; among equal scores the lower row first (the JVM agrees)
@@ -427,10 +534,26 @@ class Index:
                 idx = np.concatenate([above, tied])
                 best_i.append(idx[np.argsort(-row[idx], kind="stable")])
                 best_s.append(row[best_i[-1]])
-        rows = self._rows(rowids[np.unique(np.concatenate(best_i))])
-        out = [[Hit(*rows[int(rowids[i])][:1], float(sc), *rows[int(rowids[i])][1:])
-                for i, sc in zip(ii, ss)] for ii, ss in zip(best_i, best_s)]
-        return out[0] if single else out
+        return best_i, best_s
+
+    def _search_graph(self, qv, k, rowids, q, scale) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Like :meth:`_search_exact` over the graph's candidates only, rescored exactly (a query whose
+        candidates are fewer than ``k`` live rows is searched exactly)."""
+        candidates = self._graph().candidates(quantize(qv)[0], 2 * k + _APPROX_EXTRA)
+        best_s, best_i = [], []
+        for n, cand in enumerate(candidates):
+            pos = np.searchsorted(rowids, cand)  # rowids ascend; a rowid no longer there is dropped
+            pos = np.unique(pos[(pos < len(rowids)) & (rowids[np.minimum(pos, len(rowids) - 1)] == cand)])
+            if len(pos) < k:
+                i, s = self._search_exact(qv[n:n + 1], k, q, scale)
+                best_i += i
+                best_s += s
+                continue
+            sc = self._scores(qv[n:n + 1], q[pos], scale[pos])[0]
+            order = np.lexsort((pos, -sc))[:k]  # best first; among equal scores the lower row first
+            best_i.append(pos[order])
+            best_s.append(sc[order])
+        return best_i, best_s
 
     @staticmethod
     def _scores(qv: np.ndarray, q: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -483,6 +606,12 @@ class Index:
                     f"SELECT rowid, id, text, metadata FROM items WHERE rowid IN ({','.join('?' * len(part))})", part):
                 out[rowid] = (item_id, text, _load_meta(meta))
         return out
+
+
+def _need_ann() -> LwxError:
+    from .errors import BackendUnavailable
+
+    return BackendUnavailable(f"approximate=True needs the approximate index (usearch): {_ann.INSTALL}")
 
 
 def _load_meta(blob: str | None) -> dict | None:

@@ -33,7 +33,7 @@ android {
 
     androidResources {
         // the app copies these out of the APK once (ExecuTorch's Module.load needs a file path)
-        noCompress += listOf("pte", "model", "npz")
+        noCompress += listOf("pte", "model", "npz", "lwxindex")
     }
 
     sourceSets.getByName("main").assets.srcDir(layout.buildDirectory.dir("generated/lwxAssets"))
@@ -45,9 +45,11 @@ dependencies {
 }
 
 // Package the bundle (and a head, if given) as assets: model/{config.json, manifest.json, tokenizer.model,
-// model.int8.pte} and head/{head.json, head.npz}. Nothing is converted: the app reads the SDK's own files.
+// model.int8.pte} and head/{head.json, head.npz}, and the index file lwxIndex (if it exists) as
+// index/notes.lwxindex. Nothing is converted: the app reads the SDK's own files.
 val lwxBundle: String = providers.gradleProperty("lwxBundle").get()
 val lwxHead = providers.gradleProperty("lwxHead")
+val lwxIndex = providers.gradleProperty("lwxIndex")
 val copyLwxAssets by tasks.registering(Copy::class) {
     val bundleDir = rootProject.file(lwxBundle)
     from(bundleDir) {
@@ -59,6 +61,15 @@ val copyLwxAssets by tasks.registering(Copy::class) {
             include("head.json", "head.npz")
             into("head")
         }
+    }
+    val indexFile = lwxIndex.map { rootProject.file(it) }.orNull
+    if (indexFile != null && indexFile.isFile) {
+        from(indexFile) {
+            rename { "notes.lwxindex" }
+            into("index")
+        }
+    } else if (indexFile != null) {
+        logger.warn("lwxIndex: $indexFile does not exist; the app is built without an index (see README.md)")
     }
     into(layout.buildDirectory.dir("generated/lwxAssets"))
     doFirst {

@@ -96,11 +96,15 @@ def search(
     top_k: int = typer.Option(5, "--top-k", "-k", help="Results per query."),
     where: List[str] = typer.Option([], "--where", help="KEY=VALUE: only items whose metadata has it (repeatable)."),
     as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a readable list."),
+    approximate: Optional[bool] = typer.Option(
+        None, "--approximate/--exact",
+        help="Use the approximate graph (needs pip install 'lwx-edge[ann]'), or never; default: from "
+             "50,000 items on when installed. --where searches are always exact."),
     model: str = typer.Option("default", "--model", "-m", help=MODEL_HELP),
     backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
     threads: Optional[int] = threads_option(),
 ) -> None:
-    """For each query, the TOP_K nearest items of the index (cosine, exact)."""
+    """For each query, the TOP_K nearest items of the index (cosine; exact, or the approximate graph)."""
     from ..errors import InputError
     from ._texts import gather
 
@@ -115,7 +119,7 @@ def search(
         except ValueError:
             filters[key] = value
     with _open(index, model, threads, backend=backend) as ix:
-        results = ix.search(items, top_k=top_k, where=filters or None)
+        results = ix.search(items, top_k=top_k, where=filters or None, approximate=approximate)
     for text, hits in zip(items, results):
         rows = [{"rank": r + 1, "id": h.id, "score": round(h.score, 4), "text": h.text, "metadata": h.metadata}
                 for r, h in enumerate(hits)]

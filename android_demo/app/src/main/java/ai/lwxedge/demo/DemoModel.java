@@ -5,8 +5,12 @@ import ai.lwxedge.core.CosineSearch;
 import ai.lwxedge.core.Head;
 import ai.lwxedge.core.SentencePieceBpe;
 import ai.lwxedge.core.TextEmbedder;
+import ai.lwxedge.core.VectorIndex;
 import android.content.Context;
 import android.content.res.AssetManager;
+import android.database.Cursor;
+import android.database.sqlite.SQLiteDatabase;
+import android.database.sqlite.SQLiteException;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
@@ -21,10 +25,12 @@ import java.util.Map;
 
 /**
  * Everything the screen shows, without UI code: the bundle (verified against its manifest), the tokenizer,
- * the ExecuTorch program, the optional head and the embedded sentence list, plus per-step timings.
+ * the ExecuTorch program, the optional head, the embedded sentence list and the optional bundled index
+ * (assets/index/notes.lwxindex, written by lwx_edge.Index), plus per-step timings.
  */
 final class DemoModel implements AutoCloseable {
     static final int TOP_K = 3;
+    static final String INDEX_ASSET = "notes.lwxindex";
 
     /** What one query produced. Times in milliseconds. */
     static final class Result {
@@ -34,6 +40,7 @@ final class DemoModel implements AutoCloseable {
         double labelProbability;
         final List<String> neighbours = new ArrayList<>();
         final List<Double> neighbourScores = new ArrayList<>();
+        final List<VectorIndex.Hit> indexHits = new ArrayList<>();   // empty without an index
         final Map<String, Double> millis = new LinkedHashMap<>();
     }
 
@@ -43,6 +50,8 @@ final class DemoModel implements AutoCloseable {
     final Head head;               // may be null
     final String headWarning;      // why the head is missing or unusable, or null
     final List<String> sentences;
+    final VectorIndex index;       // may be null
+    final String indexWarning;     // why the index is missing or unusable, or null
     final Map<String, Double> loadMillis = new LinkedHashMap<>();
     private final ExecuTorchRuntime runtime;
     private final TextEmbedder embedder;
@@ -54,6 +63,7 @@ final class DemoModel implements AutoCloseable {
         String stamp = Long.toString(ctx.getPackageManager().getPackageInfo(ctx.getPackageName(), 0).lastUpdateTime);
         File modelDir = copyAssetDir(ctx.getAssets(), "model", new File(root, "model"), stamp);
         File headDir = copyAssetDir(ctx.getAssets(), "head", new File(root, "head"), stamp);
+        File indexDir = copyAssetDir(ctx.getAssets(), "index", new File(root, "index"), stamp);
         if (modelDir == null) {
             throw new IOException("the APK has no assets/model (build with -PlwxBundle=<bundle with model.int8.pte>)");
         }
@@ -93,7 +103,45 @@ final class DemoModel implements AutoCloseable {
         sentences = readSentences(ctx.getAssets());
         float[][] vectors = embedder.embed(sentences);
         search = new CosineSearch(vectors);
-        lap("embed " + sentences.size() + " sentences", t);
+        t = lap("embed " + sentences.size() + " sentences", t);
+
+        VectorIndex ix = null;
+        String iw = null;
+        File indexFile = indexDir == null ? null : new File(indexDir, INDEX_ASSET);
+        if (indexFile != null && indexFile.isFile()) {
+            ix = readIndex(indexFile);
+            iw = ix.encoderMismatch(bundle, Bundle.PTE_INT8);   // vectors of another encoder: refused
+            if (iw != null) {
+                ix = null;
+            }
+        } else {
+            iw = "no index bundled (build with -PlwxIndex=FILE.lwxindex, see README)";
+        }
+        index = ix;
+        indexWarning = iw;
+        lap("open index" + (ix != null ? " (" + ix.size() + " items)" : ""), t);
+    }
+
+    /** The index file through Android's SQLite (read-only); all checks are VectorIndex.fromRows's. */
+    private static VectorIndex readIndex(File file) throws IOException {
+        Map<String, String> meta = new LinkedHashMap<>();
+        VectorIndex.Rows rows = new VectorIndex.Rows();
+        try (SQLiteDatabase db = SQLiteDatabase.openDatabase(file.getPath(), null, SQLiteDatabase.OPEN_READONLY)) {
+            try (Cursor c = db.rawQuery(VectorIndex.META_SQL, null)) {
+                while (c.moveToNext()) {
+                    meta.put(c.getString(0), c.getString(1));
+                }
+            }
+            try (Cursor c = db.rawQuery(VectorIndex.ITEMS_SQL, null)) {
+                while (c.moveToNext()) {   // an integer id reads as its decimal text, as in VectorIndex.open
+                    rows.add(c.getLong(0), c.getString(1), c.isNull(2) ? null : c.getString(2), c.getBlob(3),
+                            c.getDouble(4));
+                }
+            }
+        } catch (SQLiteException e) {
+            throw new IOException(file + ": not an lwx-edge index, or damaged (" + e.getMessage() + ")", e);
+        }
+        return VectorIndex.fromRows(file.getPath(), meta, rows);
     }
 
     static DemoModel load(Context ctx) throws Exception {
@@ -130,13 +178,20 @@ final class DemoModel implements AutoCloseable {
             r.neighbourScores.add(hit.score);
         }
         long t4 = System.nanoTime();
+        if (index != null) {
+            r.indexHits.addAll(index.search(e, TOP_K));
+        }
+        long t5 = System.nanoTime();
         r.tokens = enc.ids.length;
         r.truncated = enc.truncated;
         r.millis.put("tokenize", (t1 - t0) / 1e6);
         r.millis.put("encoder (ExecuTorch)", (t2 - t1) / 1e6);
         r.millis.put("head", (t3 - t2) / 1e6);
         r.millis.put("search (" + sentences.size() + ")", (t4 - t3) / 1e6);
-        r.millis.put("total", (t4 - t0) / 1e6);
+        if (index != null) {
+            r.millis.put("index search (" + index.size() + ")", (t5 - t4) / 1e6);
+        }
+        r.millis.put("total", (t5 - t0) / 1e6);
         return r;
     }
 

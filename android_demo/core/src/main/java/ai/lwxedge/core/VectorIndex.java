@@ -13,11 +13,13 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Properties;
+import java.util.Set;
 
 /**
  * Reads an index file written by {@code lwx_edge.index.Index} (format {@code lwx-edge-index} version 1, one
@@ -231,6 +233,33 @@ public final class VectorIndex {
     public String encoderSha256() {
         Object s = encoder.get("sha256");
         return s instanceof String ? (String) s : null;
+    }
+
+    /**
+     * Null if the vectors of this index were made by the encoder that runs {@code artifact} of {@code bundle}
+     * (e.g. {@link Bundle#PTE_INT8}), else why not; the check of Python's {@code Index.open(path, encoder)}:
+     * the artifact's sha256 is one of the model files the index records, and tokenizer and embedding size agree.
+     * Scores against vectors of another encoder mean nothing, so the app refuses such an index.
+     */
+    public String encoderMismatch(Bundle bundle, String artifact) {
+        Set<Object> ours = new HashSet<>();
+        if (encoder.get("model_files") instanceof Map) {
+            ours.addAll(Json.obj(encoder.get("model_files"), "model_files").values());
+        }
+        ours.add(encoder.get("sha256"));
+        ours.remove(null);
+        String running = bundle.fileSha256(artifact);
+        String what = null;
+        if (running == null || !ours.contains(running)) {
+            what = "model differs";
+        } else if (encoder.get("tokenizer_sha256") instanceof String
+                && !encoder.get("tokenizer_sha256").equals(bundle.fileSha256(Bundle.TOKENIZER))) {
+            what = "tokenizer differs";
+        } else if (bundle.embeddingDim() != null && bundle.embeddingDim() != dim) {
+            what = "embedding size differs: " + dim + " vs " + bundle.embeddingDim();
+        }
+        return what == null ? null : source + ": the index was built by another encoder (" + what + "); rebuild it "
+                + "with this bundle (lwx-edge index add INDEX --input ITEMS --model BUNDLE)";
     }
 
     public String id(int row) {

@@ -32,12 +32,13 @@ public class VectorIndexTest {
 
     @After
     public void removeDir() throws IOException {
-        try (var files = Files.list(tmp)) {
-            for (Path p : (Iterable<Path>) files::iterator) {
-                Files.delete(p);
+        try (var files = Files.walk(tmp)) {
+            List<Path> all = new ArrayList<>();
+            files.forEach(all::add);
+            for (int k = all.size() - 1; k >= 0; k--) { // children before their directory
+                Files.delete(all.get(k));
             }
         }
-        Files.delete(tmp);
     }
 
     private static Connection connect(Path p) throws SQLException {
@@ -46,13 +47,17 @@ public class VectorIndexTest {
 
     /** An index file as lwx_edge.index.Index._create makes it, with these meta overrides and rows. */
     private Path write(String name, String version, Object[][] rows) throws SQLException {
+        return write(name, version, "{\"sha256\": \"abc123\", \"model_files\": {}}", rows);
+    }
+
+    private Path write(String name, String version, String encoder, Object[][] rows) throws SQLException {
         Path p = tmp.resolve(name);
         try (Connection c = connect(p); Statement st = c.createStatement()) {
             st.executeUpdate("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
             st.executeUpdate("CREATE TABLE items (rowid INTEGER PRIMARY KEY, id NOT NULL UNIQUE, text TEXT, "
                     + "metadata TEXT, vector BLOB NOT NULL, scale REAL NOT NULL)");
             String[][] meta = {{"format", "lwx-edge-index"}, {"format_version", version}, {"dim", "4"},
-                {"storage", "int8"}, {"encoder", "{\"sha256\": \"abc123\", \"model_files\": {}}"},
+                {"storage", "int8"}, {"encoder", encoder},
                 {"text_contract", "{\"max_len\": 8, \"tokenizer\": {}}"}};
             try (PreparedStatement ps = c.prepareStatement("INSERT INTO meta VALUES (?, ?)")) {
                 for (String[] kv : meta) {
@@ -132,6 +137,39 @@ public class VectorIndexTest {
         } catch (IllegalArgumentException e) {
             assertTrue(e.getMessage(), e.getMessage().contains("3 dimensions"));
         }
+    }
+
+    /** A bundle directory with a real config.json (read and verified) and recorded hashes for the rest. */
+    private Path bundle(String name, int dModel, String pteSha, String tokSha) throws IOException {
+        Path dir = Files.createDirectories(tmp.resolve(name));
+        Path config = dir.resolve(Bundle.CONFIG);
+        Files.write(config, ("{\"model\": {\"d_model\": " + dModel + "}}").getBytes(StandardCharsets.UTF_8));
+        String manifest = "{\"format\": \"lwx-edge-bundle\", \"format_version\": 2, \"files\": {"
+                + "\"config.json\": {\"sha256\": \"" + Bundle.sha256(config) + "\", \"size\": "
+                + Files.size(config) + "}, "
+                + "\"tokenizer.model\": {\"sha256\": \"" + tokSha + "\", \"size\": 1}, "
+                + "\"model.int8.pte\": {\"sha256\": \"" + pteSha + "\", \"size\": 1}}}";
+        Files.write(dir.resolve(Bundle.MANIFEST), manifest.getBytes(StandardCharsets.UTF_8));
+        return dir;
+    }
+
+    @Test
+    public void checksTheEncoderAgainstTheBundle() throws Exception {
+        // as Encoder.identity() records it: every model file of the bundle, the primary one as sha256
+        String encoder = "{\"sha256\": \"onnx1\", \"tokenizer_sha256\": \"tok1\", \"embedding_dim\": 4, "
+                + "\"model_files\": {\"model.int8.onnx\": \"onnx1\", \"model.int8.pte\": \"pte1\"}}";
+        VectorIndex index = VectorIndex.open(write("e.lwxindex", "1", encoder,
+                new Object[][] {{1, "a", "x", v(127, 0, 0, 0), 1.0 / 127}}));
+        assertNull(index.encoderMismatch(Bundle.open(bundle("same", 4, "pte1", "tok1")), Bundle.PTE_INT8));
+        String[][] cases = {{"model", "4", "pte2", "tok1"}, {"tokenizer", "4", "pte1", "tok2"},
+            {"embedding size", "8", "pte1", "tok1"}};
+        for (String[] c : cases) {
+            Bundle b = Bundle.open(bundle("b-" + c[0].replace(' ', '-'), Integer.parseInt(c[1]), c[2], c[3]));
+            String why = index.encoderMismatch(b, Bundle.PTE_INT8);
+            assertTrue(c[0] + ": " + why, why != null && why.contains("another encoder (" + c[0] + " differs"));
+        }
+        // a bundle without the artifact cannot have made the vectors
+        assertTrue(index.encoderMismatch(Bundle.open(bundle("no-pte", 4, "pte1", "tok1")), "model.pte") != null);
     }
 
     private static void refused(Path p, String why) {
