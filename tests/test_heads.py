@@ -213,3 +213,25 @@ def test_mostly_single_example_labels_are_warned_about_before_fitting(tiny_bundl
     err = capsys.readouterr().err
     assert e.value.code == 0, err
     assert err.count("6 of 6 labels have a single example") == 1 and err.index("warning:") < err.index("fitting")
+
+
+def test_the_default_head_is_the_one_that_wins_on_small_data():
+    """issue 18: `fit` (SDK make_head and `lwx-edge fit`) defaults to the head that won the measured few-shot
+    comparison, benchmarks/compare_heads.json (tools/compare_heads.py), which the README quotes."""
+    import inspect
+    from pathlib import Path
+
+    from lwx_edge.cli.fit import fit
+    from lwx_edge.heads import DEFAULT_HEAD_KIND, HEAD_KINDS
+
+    repo = Path(__file__).resolve().parents[1]
+    bench = json.loads((repo / "benchmarks" / "compare_heads.json").read_text(encoding="utf-8"))
+    assert DEFAULT_HEAD_KIND == bench["verdict"]["winner"] == "logistic" and HEAD_KINDS[0] == DEFAULT_HEAD_KIND
+    assert isinstance(make_head(), LogisticHead) and isinstance(make_head("mlp"), MLPHead)
+    assert inspect.signature(fit).parameters["kind"].default.default == DEFAULT_HEAD_KIND  # the CLI's --kind
+    for ds in bench["results"].values():  # the verdict is what the table says: logistic ahead on the mean
+        for res in ds["k"].values():
+            assert res["logistic"]["en"]["mean"] >= res["mlp"]["en"]["mean"]
+            assert res["logistic"]["x_avg"]["mean"] >= res["mlp"]["x_avg"]["mean"]
+    readme = " ".join((repo / "README.md").read_text(encoding="utf-8").split())
+    assert f"`{bench['command']}`" in readme and "benchmarks/compare_heads.md" in readme

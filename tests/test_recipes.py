@@ -70,3 +70,24 @@ def test_overlays_are_type_checked(tmp_path, content, message):
     (tmp_path / "bad.json").write_text(content)
     with pytest.raises(LwxError, match=message.replace("(", r"\(").replace(")", r"\)")):
         TrainConfig.from_files([DEFAULT, tmp_path / "bad.json"])
+
+
+SMOKE = REPO / "recipes" / "smoke.json"
+
+
+def test_the_smoke_recipe_is_a_valid_five_minute_run(monkeypatch):
+    """issue 18: recipes/smoke.json is a short run on a corpus subset, teacher included, bounded by --max-time;
+    the README's command for it builds exactly that config."""
+    raw = json.loads(SMOKE.read_text(encoding="utf-8"))
+    cfg = TrainConfig.from_files([SMOKE])
+    cfg.validate()
+    assert set(raw) <= set(cfg.to_dict())
+    assert cfg.max_time is not None and 0 < cfg.max_time <= 300
+    assert cfg.teacher == "use" and cfg.weights.kd > 0 and cfg.weights.mono > 0  # distillation on
+    assert cfg.mono_max_per_lang is not None and cfg.mono_max_per_lang <= 2000  # bounds the teacher caching
+    assert not cfg.final_full_eval and cfg.dev_max_pairs <= 500 and 0 < cfg.eval_every <= 100
+    assert cfg.corpus and all(not Path(c).is_absolute() for c in cfg.corpus + cfg.mono)  # run from the repo root
+    (smoke,) = [c for b in blocks(section("Train a model"), "bash") for c in commands(b)
+                if c[:2] == ["lwx-edge", "train"] and "recipes/smoke.json" in c]
+    got = configured(smoke[2:], monkeypatch).to_dict()
+    assert got == {**cfg.to_dict(), "out_dir": got["out_dir"]}
