@@ -460,27 +460,42 @@ class Trainer:
 
     def _start_weights(self) -> dict[str, np.ndarray]:
         """The encoder weights of ``init_from``; its architecture and tokenizer become the run's (the tokenizer
-        is copied into the run directory, so a resumed run reads the same one)."""
+        is copied into the run directory, so a resumed run reads the same one). With a ``tokenizer`` of
+        its own the run keeps that one and the token table is transferred to it."""
         from .bundle import TOKENIZER, atomic_file
         from .warmstart import encoder_weights
 
         state, config, bundle = encoder_weights(self.cfg.init_from)
         theirs = Tokenizer(bundle.file(TOKENIZER))
         if self.cfg.tokenizer and Tokenizer(self.cfg.tokenizer).sha256 != theirs.sha256:
-            raise LwxError(f"--tokenizer differs from the tokenizer of init_from {self.cfg.init_from}; "
-                           "drop --tokenizer (the bundle's is used)")
-        mine = {k: v for k, v in self.cfg.model.to_dict().items() if k not in ("vocab_size", "dropout")}
-        other = {k: v for k, v in config.to_dict().items() if k in mine}
-        if mine != other:
-            diff = {k: (mine[k], other[k]) for k in mine if mine[k] != other[k]}
-            raise LwxError(f"init_from {self.cfg.init_from}: its architecture differs from the config's "
-                           f"(config vs bundle: {diff})")
+            return self._transfer_vocabulary(state, config, theirs)
+        self._check_architecture(config)
         path = self.out / TOKENIZER
         if self.rank == 0 and not (path.exists() and Tokenizer(path).sha256 == theirs.sha256):
             with atomic_file(path) as tmp:
                 tmp.write_bytes(bundle.file(TOKENIZER).read_bytes())
         self._barrier()
         self.cfg.tokenizer = str(path)
+        return state
+
+    def _check_architecture(self, config) -> None:
+        mine = {k: v for k, v in self.cfg.model.to_dict().items() if k not in ("vocab_size", "dropout")}
+        other = {k: v for k, v in config.to_dict().items() if k in mine}
+        if mine != other:
+            diff = {k: (mine[k], other[k]) for k in mine if mine[k] != other[k]}
+            raise LwxError(f"init_from {self.cfg.init_from}: its architecture differs from the config's "
+                           f"(config vs bundle: {diff})")
+
+    def _transfer_vocabulary(self, state, config, theirs: Tokenizer) -> dict[str, np.ndarray]:
+        """init_from with another tokenizer (``--tokenizer``): the token table moves to the new vocabulary
+        (:func:`lwx_edge.warmstart.transfer_vocabulary`), every other weight is kept."""
+        from .warmstart import transfer_vocabulary
+
+        self._check_architecture(config)
+        mine = Tokenizer(self.cfg.tokenizer)
+        state["tok.weight"], copied = transfer_vocabulary(state["tok.weight"], theirs, mine)
+        self.log(f"vocabulary transfer from {self.cfg.init_from}: {copied:,} of {mine.vocab_size:,} pieces "
+                 "kept their row, the rest start as the mean of their old pieces")
         return state
 
     def _tokenizer(self, pairs, mono_texts) -> Path:

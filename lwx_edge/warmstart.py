@@ -98,3 +98,30 @@ def dequantize_onnx(path: str | os.PathLike) -> dict[str, np.ndarray]:
         layer = bias_after(node)[: -len(".bias")]
         state[f"{layer}.weight"] = np.ascontiguousarray(dequant(weight[: -len("_quantized")], axis=1).T)
     return state
+
+
+def transfer_vocabulary(table: np.ndarray, old, new) -> tuple[np.ndarray, int]:
+    """Fast vocabulary transfer (Gee et al. 2022): the token table for tokenizer ``new`` from ``table``, the
+    table of tokenizer ``old``. A piece both vocabularies share keeps its row; any other piece gets the mean
+    of the rows of its segmentation by ``old``, word-initial pieces ("▁dent") as the start of a word,
+    word-internal ones ("ist") inside one. Returns (table [new vocab, d], number of rows copied unchanged)."""
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(old.sp.serialized_model_proto())
+    proto.normalizer_spec.add_dummy_prefix = False  # so that "ist" is not read as the word "▁ist"
+    inside = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+    out = np.empty((new.vocab_size, table.shape[1]), dtype=np.float32)
+    copied = 0
+    for i in range(new.vocab_size):
+        piece = new.id_to_piece(i)
+        j = old.piece_to_id(piece)
+        if j != old.sp.unk_id() or i == new.sp.unk_id():
+            out[i] = table[j]
+            copied += 1
+            continue
+        word_initial = piece.startswith("\u2581")
+        ids = old.sp.encode(piece[1:]) if word_initial else inside.encode(piece)
+        out[i] = table[ids].mean(axis=0) if ids else table[old.sp.unk_id()]
+    return out, copied

@@ -63,6 +63,17 @@ def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
     typer.echo(json.dumps(build_mono(out, dirs), indent=2))
 
 
+@app.command("tokenizer")
+def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model"), "--out", "-o"),
+              vocab_size: int = typer.Option(24000, "--vocab-size", min=8),
+              corpus: Path = typer.Option(Path("data/corpus"), "--corpus", help="Root of the built corpora."),
+              seed: int = typer.Option(0, "--seed")):
+    """A SentencePiece model learned on a mix where everyday text is half (train splits only)."""
+    from ..data.vocab import build_tokenizer
+
+    typer.echo(json.dumps(build_tokenizer(out, vocab_size, corpus, seed), indent=2))
+
+
 @app.command("all")
 def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
     """ddtp + gettext + dialogue + mono + everyday into ROOT/{ddtp,gettext,dialogue,mono,everyday}."""
@@ -71,3 +82,4 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
     dialogue(root / "dialogue", root.parent / "debs")
     mono(root / "mono", root / "ddtp", root / "gettext", root / "dialogue")
     everyday(root / "everyday", root.parent / "debs", 20000)
+    tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)
