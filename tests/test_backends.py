@@ -117,3 +117,16 @@ def test_a_backend_added_in_two_files_exports_and_loads(toy, tiny_bundle, tmp_pa
         Encoder.load(out, backend="npz")
     runtime.register(toy)
     shutil.rmtree(out)
+
+
+def test_the_executorch_backend_loads_the_runtime_without_the_compiler():
+    """tools/bench_load.py: importing ``executorch.runtime`` drags in ``executorch.exir`` (most of a 41 s load);
+    the backend imports the native runtime module alone, and still embeds."""
+    pytest.importorskip("executorch")
+    import subprocess
+
+    code = ("import sys; from lwx_edge import Encoder; v = Encoder.load(backend='executorch', threads=1)"
+            ".embed('Where is the station?'); print(v.shape, 'executorch.exir' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "(512,) False"

@@ -1,6 +1,7 @@
 """ExecuTorch backend: runs ``model.pte`` / ``model.int8.pte`` (XNNPACK) with ExecuTorch's Python runtime.
 
-Nothing is imported from ExecuTorch (which itself imports torch) until a backend is created.
+Nothing is imported from ExecuTorch (which itself needs torch) until a backend is created, and then only its
+native runtime module, not the compiler (``_native_runtime``).
 Runtime notes (docs/EXPORT.md §2, §7, §8): int8 programs need ``import executorch.kernels.quantized`` before loading
 (``embedding_byte``); the thread pool is reset *before* ``load_method`` (XNNPACK keeps the pool it saw);
 inputs are contiguous int64; batches above the program's ``max_batch`` run in chunks of rows of similar
@@ -72,8 +73,8 @@ class ExecuTorchBackend:
         self.threads = threads
         with native_quiet():  # ExecuTorch's harmless native log lines (cpuinfo, threadpool resets)
             try:
-                import torch  # noqa: F401  (the pybindings exchange torch tensors)
-                from executorch.runtime import Runtime
+                import torch  # noqa: F401  (the pybindings exchange torch tensors; ExecuTorch's own need)
+                native = _native_runtime()
             except ImportError as e:
                 raise BackendUnavailable(
                     f"the ExecuTorch runtime is not installed ({e}); pip install 'lwx-edge[export]' "
@@ -86,7 +87,7 @@ class ExecuTorchBackend:
             with _RUNTIME_LOCK:
                 _set_threads(threads)
                 try:
-                    self.program = Runtime.get().load_program(str(self.path))
+                    self.program = native._load_program(str(self.path))
                     self.method = self.program.load_method("forward")
                 except Exception as e:
                     msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -99,7 +100,7 @@ class ExecuTorchBackend:
     def _constant(self, name: str) -> int | None:
         try:
             with _RUNTIME_LOCK:
-                return int(self.program.load_method(name).execute([])[0])
+                return int(self.program.load_method(name)([])[0])
         except Exception:
             return None
 
@@ -127,7 +128,7 @@ class ExecuTorchBackend:
         x, m = torch.from_numpy(np.ascontiguousarray(ids)), torch.from_numpy(np.ascontiguousarray(mask))
         with _RUNTIME_LOCK:
             try:
-                out = self.method.execute([x, m])[0]
+                out = self.method([x, m])[0]
             except Exception as e:
                 raise LwxError(f"{self.path}: ExecuTorch failed on a batch of shape {tuple(x.shape)} "
                                f"({type(e).__name__}: {str(e)[:300]})") from None
@@ -149,12 +150,19 @@ def _set_threads(threads: int | None) -> None:
                       f"this encoder shares it (threads={threads} ignored)", UserWarning, stacklevel=4)
         return
     try:
-        from executorch.extension.pybindings import portable_lib
-
-        portable_lib._unsafe_reset_threadpool(int(threads))
+        _native_runtime()._unsafe_reset_threadpool(int(threads))
         _pool_threads = int(threads)
     except Exception:
         pass
+
+
+def _native_runtime():
+    """ExecuTorch's native runtime module. Imported directly: ``executorch.runtime`` wraps the same module, but
+    importing it (through ``portable_lib``) imports ExecuTorch's whole compiler (``executorch.exir``), which
+    took 31 of the 41 s of a load here (tools/bench_load.py)."""
+    from executorch.extension.pybindings import _C
+
+    return _C
 
 
 def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> ExecuTorchBackend:
