@@ -123,8 +123,11 @@ def _training(training: dict, cfg: dict) -> list[str]:
             f"({training.get('elapsed_s', 0) / 3600:.1f} h on {training.get('device', '?')}), "
             f"loss weights {json.dumps(weights)}, distillation on the "
             f"{'exported vector itself' if cfg.get('kd_space') == 'output' else 'training-only projection'}, "
-            f"SentencePiece vocabulary {_n(cfg.get('vocab_size'))}.", ""]
-    return out
+            f"SentencePiece vocabulary {_n(cfg.get('vocab_size'))}."]
+    if cfg.get("init_from"):
+        out[-1] += (f" This run continued from `{cfg['init_from']}` (`init_from`): its steps come on top of that "
+                    "model's training; the repository's README lists every stage.")
+    return out + [""]
 
 
 def _pick(results: dict, prefix: str) -> tuple[str, dict] | tuple[None, None]:

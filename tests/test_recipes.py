@@ -37,15 +37,22 @@ def test_the_readme_trains_the_default_recipe(monkeypatch):
     assert set(json.loads(DEFAULT.read_text())) <= set(cfg.to_dict())
 
 
-def test_the_default_recipe_is_the_one_the_shipped_model_was_trained_with():
+STAGES = [REPO / "recipes" / "continue-1.json", REPO / "recipes" / "continue-2.json"]
+
+
+def test_the_default_recipe_and_its_continuations_are_the_ones_the_shipped_model_was_trained_with():
+    """The shipped default is three runs, each started from the previous one's best checkpoint: the README
+    recipe, then recipes/continue-1.json and recipes/continue-2.json over it (init_from names the previous run)."""
     shipped = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]["config"]
-    recipe = TrainConfig.from_files([DEFAULT]).to_dict()
-    # the shipped run reused a tokenizer (--tokenizer) in another run directory; the vocabulary is the tokenizer's
-    for key in ("out_dir", "tokenizer"):
+    recipe = TrainConfig.from_files([DEFAULT, STAGES[-1]]).to_dict()
+    for key in ("out_dir", "tokenizer"):  # a continued run reads the tokenizer its start bundle carries
         shipped.pop(key), recipe.pop(key)
     assert {k: recipe[k] for k in shipped} == shipped
-    defaults = TrainConfig().to_dict()  # fields added since then (init_from) keep their defaults
+    defaults = TrainConfig().to_dict()  # fields added since then keep their defaults
     assert {k: recipe[k] for k in set(recipe) - set(shipped)} == {k: defaults[k] for k in set(recipe) - set(shipped)}
+    first = TrainConfig.from_files([DEFAULT, STAGES[0]])
+    assert (first.init_from, first.out_dir) == (TrainConfig.from_files([DEFAULT]).out_dir + "/best", "runs/everyday2")
+    assert TrainConfig.from_files([DEFAULT, STAGES[1]]).init_from == first.out_dir + "/best"
 
 
 def test_configs_overlay_in_order_then_flags_and_set(tmp_path, monkeypatch):
