@@ -14,6 +14,8 @@ import random
 from pathlib import Path
 
 from ..errors import CorpusError
+from .corpus import read_tsv
+from .mono import read_mono
 
 log = logging.getLogger(__name__)
 
@@ -22,18 +24,7 @@ SOFTWARE_PAIRS = ("ddtp", "gettext")
 
 
 def _pair_sides(path: Path) -> list[str]:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            cols = line.rstrip("\n").split("\t")
-            if len(cols) >= 2:
-                out += [cols[0], cols[1]]
-    return out
-
-
-def _lines(path: Path) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        return [t for t in (line.strip() for line in f) if t]
+    return [t for pair in read_tsv(path) for t in (pair.src, pair.tgt)]
 
 
 def tokenizer_texts(corpus_root: str | Path = "data/corpus", seed: int = 0) -> tuple[list[str], dict]:
@@ -45,10 +36,10 @@ def tokenizer_texts(corpus_root: str | Path = "data/corpus", seed: int = 0) -> t
         for p in sorted((root / name).glob("train*.en-*.tsv")):
             everyday += _pair_sides(p)
     for p in sorted((root / "everyday" / "mono").glob("train.*.txt")):
-        everyday += _lines(p)
+        everyday += read_mono(p)
     software = [t for name in SOFTWARE_PAIRS for p in sorted((root / name).glob("train.en-*.tsv"))
                 for t in _pair_sides(p)]
-    mono = [t for p in sorted((root / "mono").glob("train.*.txt")) for t in _lines(p)]
+    mono = [t for p in sorted((root / "mono").glob("train.*.txt")) for t in read_mono(p)]
     if not everyday:
         raise CorpusError(f"no everyday train text under {root} (run: lwx-edge data everyday, lwx-edge data "
                           "dialogue)")
