@@ -63,6 +63,17 @@ def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
     typer.echo(json.dumps(build_mono(out, dirs), indent=2))
 
 
+@app.command("words")
+def words(out: Path = typer.Option(Path("data/corpus/words"), "--out", "-o"),
+          work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
+          per_lang: int = typer.Option(50000, "--per-lang", min=1, help="Most frequent words kept per language.")):
+    """Each language's most frequent words (wordfreq, cased by the Debian word lists), one a line, for
+    word-level distillation (``--mono data/corpus/words``)."""
+    from ..data.words import build_words
+
+    typer.echo(json.dumps(build_words(out, work_dir, per_lang), indent=2))
+
+
 @app.command("tokenizer")
 def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model"), "--out", "-o"),
               vocab_size: int = typer.Option(24000, "--vocab-size", min=8),
@@ -76,10 +87,11 @@ def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model")
 
 @app.command("all")
 def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
-    """ddtp + gettext + dialogue + mono + everyday into ROOT/{ddtp,gettext,dialogue,mono,everyday}."""
+    """ddtp + gettext + dialogue + mono + everyday + words into ROOT/{ddtp,gettext,dialogue,mono,everyday,words}."""
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
     dialogue(root / "dialogue", root.parent / "debs")
     mono(root / "mono", root / "ddtp", root / "gettext", root / "dialogue")
     everyday(root / "everyday", root.parent / "debs", 20000)
+    words(root / "words", root.parent / "debs", 50000)
     tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)
