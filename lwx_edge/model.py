@@ -140,10 +140,14 @@ class GenerativeHead(nn.Module):
         self.ln = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.token_table = token_table
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.alone = False  # True: train the head alone (its loss reaches neither u nor the token table)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
+        table = self.token_table.weight
+        if self.alone:
+            u, table = u.detach(), table.detach()
         z = self.ln(F.silu(self.dense(u)))
-        return F.linear(z, self.token_table.weight, self.bias)
+        return F.linear(z, table, self.bias)
 
 
 class DualEncoderModel(nn.Module):

@@ -49,6 +49,25 @@ def test_generative_head_is_tied_to_the_token_table():
     assert out["logits_a"].shape == (1, 50) and out["proj_b"].shape == (1, 24)
 
 
+def test_a_generative_head_training_alone_sends_no_gradient_to_the_encoder():
+    torch.manual_seed(0)
+    model = DualEncoderModel(TINY)
+    ids = torch.randint(3, 50, (4, 6))
+    mask = torch.ones_like(ids)
+
+    def grads(alone: bool):
+        model.zero_grad()
+        model.generative_head.alone = alone
+        out = model(ids, mask, ids, mask)
+        (out["logits_a"].logsumexp(-1).sum() + out["logits_b"].logsumexp(-1).sum()).backward()
+        return model.encoder.tok.weight.grad, model.encoder.blocks[0].fc1.weight.grad, model.generative_head.dense.weight.grad
+
+    table, block, head = grads(alone=False)
+    assert table.abs().sum() > 0 and block.abs().sum() > 0 and head.abs().sum() > 0
+    table, block, head = grads(alone=True)
+    assert table is None and block is None and head.abs().sum() > 0
+
+
 def test_teacher_token_init_starts_as_the_mean_of_the_token_vectors():
     torch.manual_seed(0)
     model = DualEncoderModel(TINY, teacher_dim=TINY.d_model)

@@ -289,3 +289,20 @@ def test_trainer_starts_from_the_teachers_token_vectors(tiny_corpus, tmp_path, c
     cfg_random = tiny_config(tiny_corpus, tmp_path / "run2", teacher="use", teacher_cache=str(tmp_path / "cache"),
                              token_init="random")
     assert Trainer(cfg_random).model.encoder.pos.weight.abs().sum() > 0
+
+
+def test_head_warmup_trains_the_generative_head_alone_first(tiny_corpus, tmp_path):
+    from lwx_edge.train import Trainer
+
+    cfg = tiny_config(tiny_corpus, tmp_path, max_steps=3, head_warmup_steps=2)
+    cfg.weights.align = cfg.weights.sim = 0.0  # the generative task alone
+    trainer = Trainer(cfg)
+    encoder, head = trainer.model.encoder, trainer.model.generative_head
+    start = {k: v.clone() for k, v in encoder.state_dict().items()}
+    head_start = head.dense.weight.clone()
+    for step in range(2):
+        trainer.train_step(step)
+        assert all(torch.equal(start[k], v) for k, v in encoder.state_dict().items()), step
+    assert not torch.equal(head_start, head.dense.weight)
+    trainer.train_step(2)
+    assert not torch.equal(start["tok.weight"], encoder.tok.weight)
