@@ -19,7 +19,10 @@ The file (format ``lwx-edge-index`` version 1; the Android demo's JVM core reads
 Every ``add``/``upsert``/``delete`` batch is one transaction (a crash leaves the batches committed before it),
 the file runs in WAL mode so readers in other processes keep working while one writes, and ``close`` folds
 the WAL back into the file, so the file alone can be copied to a phone. Search is exact: the int8 vectors
-are held in memory (dim bytes per item) and scored in chunks of float32, so memory stays flat.
+are held in memory (dim bytes per item) and scored in chunks of float32, so memory stays flat. From
+``SCAN_MIN_ITEMS`` items on an integer first pass (:mod:`lwx_edge._scan`: onnxruntime's int8 GEMM over the rows,
+packed once, one more dim bytes per item) picks the rows that can make the top k, and only those are scored in
+float32: the same hits, several times faster.
 
 Approximate search (``pip install 'lwx-edge[ann]'``, usearch HNSW; :mod:`lwx_edge._ann`): from
 ``APPROX_MIN_ITEMS`` items on, or whenever ``approximate=True``, an unfiltered search asks a graph for
@@ -40,6 +43,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _ann
+from ._scan import Int8Scan
 from .errors import InputError, LwxError
 
 __all__ = ["Index", "Hit", "IndexFileError", "quantize", "dequantize"]
@@ -49,6 +53,7 @@ _CHUNK_ROWS = 2048          # rows dequantized at once: 2048 x 512 float32 = 4 M
 _SCORE_BLOCK = 1 << 22      # scores held at once (queries x items): 16 MB of float32
 _DEFAULT_BATCH = 256        # texts embedded and committed per transaction
 APPROX_MIN_ITEMS = 50_000   # approximate=None uses the graph from this many items on (tools/bench_index.py)
+SCAN_MIN_ITEMS = 16_384     # exact search takes an int8 first pass (lwx_edge._scan) from this many items on
 _APPROX_EXTRA = 20          # the graph's candidates per query: 2 * top_k + this, rescored exactly
 
 
@@ -123,6 +128,7 @@ class Index:
         self._version = None
         self._cache_generation = None  # the meta table's generation the cache reflects
         self._ann: _ann.Graph | None = None
+        self._scan: Int8Scan | None = None  # follows the cache: appends extend it, anything else drops it
 
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
@@ -428,12 +434,15 @@ class Index:
             self._cache = (np.fromiter((r[0] for r in rows), dtype=np.int64, count=n), q,
                            np.fromiter((r[2] for r in rows), dtype=np.float32, count=n))
             self._version, self._cache_generation = version, generation
+            self._scan = None
         return self._cache
 
     def _append_cached(self, rowids, q, scale, generation: int) -> None:
         if self._cache is not None:
             r, v, s = self._cache
             self._cache = (np.concatenate([r, rowids]), np.concatenate([v, q]), np.concatenate([s, scale]))
+            if self._scan is not None:
+                self._scan.extend(q, scale)
         self._graph_follows(generation, add=(rowids, q))
 
     def _drop_cached(self, rowids, generation: int) -> None:
@@ -441,6 +450,7 @@ class Index:
             r, v, s = self._cache
             keep = ~np.isin(r, np.asarray(rowids, dtype=np.int64))
             self._cache = (r[keep], v[keep], s[keep])
+            self._scan = None
         self._graph_follows(generation, remove=rowids)
 
     # ------------------------------------------------------------------------------------------ the graph
@@ -503,9 +513,9 @@ class Index:
         single = isinstance(query, str) or (isinstance(query, np.ndarray) and query.ndim == 1)
         qv = self._query_vectors(query)
         rowids, q, scale = self._vectors()
+        keep = None
         if where:
-            allowed = self._where(where)
-            keep = np.isin(rowids, allowed)
+            keep = np.isin(rowids, self._where(where))
             rowids, q, scale = rowids[keep], q[keep], scale[keep]
         k = min(top_k, len(rowids))
         if k == 0:
@@ -515,14 +525,20 @@ class Index:
         if graph:
             best_i, best_s = self._search_graph(qv, k, rowids, q, scale)
         else:
-            best_i, best_s = self._search_exact(qv, k, q, scale)
+            best_i, best_s = self._search_exact(qv, k, q, scale, keep)
         rows = self._rows(rowids[np.unique(np.concatenate(best_i))])
         out = [[Hit(*rows[int(rowids[i])][:1], float(sc), *rows[int(rowids[i])][1:])
                 for i, sc in zip(ii, ss)] for ii, ss in zip(best_i, best_s)]
         return out[0] if single else out
 
-    def _search_exact(self, qv, k, q, scale) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Row positions and scores of the ``k`` best rows per query, by scoring every row."""
+    def _search_exact(self, qv, k, q, scale, keep=None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Row positions and scores of the ``k`` best rows per query, by scoring every row (``q``, ``scale``:
+        the cached rows, or those ``keep`` selects from them). From ``SCAN_MIN_ITEMS`` items on an integer
+        first pass picks the rows that can make the top k and only those are scored in float32: the same
+        result, provably (:meth:`lwx_edge._scan.Int8Scan.candidates`)."""
+        scan = self._int8_scan()
+        if scan is not None:
+            return self._rescored(qv, k, scan.candidates(qv, *quantize(qv), k, keep), q, scale)
         best_s, best_i = [], []
         per_block = max(1, _SCORE_BLOCK // len(q))  # queries scored at once: scores stay under 16 MB
         for b in range(0, len(qv), per_block):
@@ -536,6 +552,25 @@ class Index:
                 best_s.append(row[best_i[-1]])
         return best_i, best_s
 
+    def _rescored(self, qv, k, candidates, q, scale) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The ``k`` best of each query's candidate positions (ascending) by float score, as
+        :meth:`_search_exact` orders them (among equal scores the lower row first)."""
+        best_s, best_i = [], []
+        for n, pos in enumerate(candidates):
+            sc = self._scores(qv[n:n + 1], q[pos], scale[pos])[0]
+            order = np.lexsort((pos, -sc))[:k]
+            best_i.append(pos[order])
+            best_s.append(sc[order])
+        return best_i, best_s
+
+    def _int8_scan(self) -> Int8Scan | None:
+        _, q, scale = self._vectors()
+        if len(q) < SCAN_MIN_ITEMS or not Int8Scan.fits(q):
+            return None
+        if self._scan is None or len(self._scan) != len(q):
+            self._scan = Int8Scan(q, scale)
+        return self._scan
+
     def _search_graph(self, qv, k, rowids, q, scale) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Like :meth:`_search_exact` over the graph's candidates only, rescored exactly (a query whose
         candidates are fewer than ``k`` live rows is searched exactly)."""
@@ -544,15 +579,10 @@ class Index:
         for n, cand in enumerate(candidates):
             pos = np.searchsorted(rowids, cand)  # rowids ascend; a rowid no longer there is dropped
             pos = np.unique(pos[(pos < len(rowids)) & (rowids[np.minimum(pos, len(rowids) - 1)] == cand)])
-            if len(pos) < k:
-                i, s = self._search_exact(qv[n:n + 1], k, q, scale)
-                best_i += i
-                best_s += s
-                continue
-            sc = self._scores(qv[n:n + 1], q[pos], scale[pos])[0]
-            order = np.lexsort((pos, -sc))[:k]  # best first; among equal scores the lower row first
-            best_i.append(pos[order])
-            best_s.append(sc[order])
+            i, s = self._search_exact(qv[n:n + 1], k, q, scale) if len(pos) < k else \
+                self._rescored(qv[n:n + 1], k, [pos], q, scale)
+            best_i += i
+            best_s += s
         return best_i, best_s
 
     @staticmethod
