@@ -78,12 +78,14 @@ class Int8Scan:
         included) has a ≥ T − 2δ: that is the candidate set."""
         ints = self.scores(q8)
         delta = np.linalg.norm(qv - q8.astype(np.float32) * qs[:, None], axis=1) * self.max_norm + _EPS
-        pos = np.flatnonzero(keep) if keep is not None else np.arange(len(self))
+        scale = self._scale if keep is None else self._scale[keep]
         out = []
         for n in range(len(qv)):
-            approx = ints[n, pos].astype(np.float32) * (self._scale[pos] * qs[n])
+            approx = (ints[n] if keep is None else ints[n, keep]).astype(np.float32)
+            approx *= scale
+            approx *= qs[n]
             if len(approx) <= k:
-                out.append(np.arange(len(pos)))
+                out.append(np.arange(len(approx)))
                 continue
             kth = np.partition(approx, len(approx) - k)[len(approx) - k]
             out.append(np.flatnonzero(approx >= kth - 2 * delta[n]))
