@@ -244,6 +244,7 @@ class Index:
                 pass  # another connection is reading; its own close checkpoints
             self._conn.close()
             self._conn = None
+            self._cache = self._scan = None  # the memory of the vectors and of the int8 first pass
 
     def __enter__(self) -> Index:
         return self
