@@ -1,11 +1,11 @@
 """The integer first pass of :class:`lwx_edge.Index`'s exact search (torch-free, onnxruntime only).
 
 Scoring every stored int8 row in float32 means converting every byte to a float on every query; that
-conversion, not the dot products, is what costs (17 ms for 100k rows at one thread). Here the rows stay
+conversion, not the dot products, is what costs (18 ms for 100k rows at one thread). Here the rows stay
 int8: onnxruntime's integer GEMM (``int8_scan.onnx``, one MatMulInteger node) multiplies them, as constants
 it packed once, by the query quantized to int8. The integer scores only pick candidates; the caller rescores
-those in float32, so results and scores are exactly the float search's (:meth:`Int8Scan.candidates` says
-why none can be missed).
+those in float32, so the hits are the float search's (:meth:`Int8Scan.candidates` says why none can be
+missed). Memory: onnxruntime keeps each block twice (its copy and the packed form), about 2.5x the rows.
 """
 from __future__ import annotations
 
