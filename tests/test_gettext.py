@@ -195,8 +195,9 @@ def _source_in(split, prefix):
     return next(f"{prefix}{i}" for i in range(1000) if split_of(f"{prefix}{i}") == split)
 
 
-def _make_deb(work, pkg, source, catalogs):
-    """A tiny .deb named like apt-get download would name it, holding {relative path: entries} catalogs."""
+def _make_deb(work, pkg, source, catalogs, files=None):
+    """A tiny .deb named like apt-get download would name it, holding {relative path: entries} catalogs
+    and {relative path: text} plain files."""
     root = work / f"root-{pkg}"
     (root / "DEBIAN").mkdir(parents=True)
     (root / "DEBIAN" / "control").write_text(
@@ -205,6 +206,9 @@ def _make_deb(work, pkg, source, catalogs):
     for rel, entries in catalogs.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         write_mo(root / rel, [("", "Content-Type: text/plain; charset=UTF-8\n"), *entries])
+    for rel, text in (files or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
     deb = work / f"{pkg}_1.0_all.deb"
     subprocess.run(["dpkg-deb", "-Znone", "--root-owner-group", "-b", str(root), str(deb)], check=True,
                    capture_output=True)

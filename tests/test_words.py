@@ -1,6 +1,5 @@
 """Frequent-word lists for word-level distillation (lwx_edge.data.words)."""
 import shutil
-import subprocess
 import sys
 
 import pytest
@@ -29,27 +28,14 @@ def test_frequent_words_without_wordfreq_names_the_extra(monkeypatch):
         wd.frequent_words("en", 10)
 
 
-def _word_list_deb(work, pkg, path, words):
-    root = work / f"root-{pkg}"
-    (root / "DEBIAN").mkdir(parents=True)
-    (root / "DEBIAN" / "control").write_text(
-        f"Package: {pkg}\nVersion: 1.0\nArchitecture: all\nMaintainer: Test <test@example.org>\n"
-        "Description: test word list\n")
-    (root / path).parent.mkdir(parents=True)
-    (root / path).write_text("".join(w + "\n" for w in words))
-    deb = work / f"{pkg}_1.0_all.deb"
-    subprocess.run(["dpkg-deb", "-Znone", "--root-owner-group", "-b", str(root), str(deb)], check=True,
-                   capture_output=True)
-    shutil.rmtree(root)
-    return deb
-
-
 @pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb (a Debian system) needed")
 def test_build_words_writes_one_file_per_language_cased_by_its_word_list(tmp_path, monkeypatch):
+    from test_gettext import _make_deb
+
     work = tmp_path / "debs"
     work.mkdir()
-    debs = {pkg: _word_list_deb(work, pkg, f"usr/share/dict/{pkg}", ["Leistung", "Haus", "Paris"] if lang == "de"
-                                else ["Paris"])
+    debs = {pkg: _make_deb(work, pkg, pkg, {}, {f"usr/share/dict/{pkg}": "Leistung\nHaus\nParis\n" if lang == "de"
+                                                else "Paris\n"})
             for pkg, lang in wd.WORDLISTS.items()}
     monkeypatch.setattr(wd, "download_debs", lambda pkgs, d, progress=True: ({p: debs[p] for p in pkgs}, []))
     summary = wd.build_words(tmp_path / "words", work, per_lang=2000, progress=False)
