@@ -84,7 +84,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-5
     warmup_steps: int = 1999
-    head_warmup_steps: int = 0                            # the generative head trains alone first (fresh head after init_from)
+    head_warmup_steps: int = 0                            # steps the generative head trains alone (a fresh one)
     decay_epoch: int = 3
     decay_factor: float = 0.1
     schedule: str = "paper"                               # paper: ×decay_factor from decay_epoch; linear: to 0 at the limit
@@ -167,7 +167,8 @@ class TrainConfig:
                     "vocab_size"):
             if getattr(self, key) < 1:
                 bad.append(f"{key} must be >= 1, got {getattr(self, key)}")
-        for key in ("warmup_steps", "head_warmup_steps", "eval_every", "save_every", "bucket", "dev_holdout", "decay_epoch"):
+        for key in ("warmup_steps", "head_warmup_steps", "eval_every", "save_every", "bucket", "dev_holdout",
+                    "decay_epoch"):
             if getattr(self, key) < 0:
                 bad.append(f"{key} must be >= 0, got {getattr(self, key)}")
         for key in ("max_steps", "threads", "mono_max_per_lang"):
