@@ -222,7 +222,7 @@ def main() -> None:
                      "query_with_embedding: Index.search(text) -- the query is embedded each time; "
                      "search_only: Index.search(vector)", "texts are not stored in the size runs",
                      "exact columns: approximate=False; approximate: usearch HNSW graph (connectivity 16, "
-                     "expansion 128/128), 2k+20 candidates rescored exactly; its recall@10 is against the "
+                     "expansion 128 add / 256 search), 2k+20 candidates rescored exactly; its recall@10 is against the "
                      "exact int8 search of the same index; build_s: the first approximate search "
                      "(usearch adds on all cores; the graph is built and its sidecar written)"]}
     write_json_atomic(args.out, res)
