@@ -51,7 +51,7 @@ def frequent_words(lang: str, n: int, casing: dict[str, str] | None = None) -> l
             out.append(casing.get(w, w))
             if len(out) == n:
                 break
-    return list(dict.fromkeys(out))
+    return out  # distinct: wordfreq's words are distinct and lower-cased, and casing maps one to one
 
 
 def build_words(out_dir: str | Path = "data/corpus/words", work_dir: str | Path = "data/debs",
