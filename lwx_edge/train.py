@@ -107,6 +107,7 @@ class TrainConfig:
     device: str = "auto"                                  # auto | cpu | cuda
     compile: bool = False
     threads: int | None = None                            # torch and the teacher (None: their defaults)
+    teacher_workers: int = 1                              # processes computing uncached teacher vectors
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -164,7 +165,7 @@ class TrainConfig:
         """Refuse values no run can use, with the field's name (before any work starts)."""
         m, bad = self.model, []
         for key in ("batch_size", "mono_batch_size", "train_max_len", "epochs", "log_every", "dev_max_pairs",
-                    "vocab_size"):
+                    "vocab_size", "teacher_workers"):
             if getattr(self, key) < 1:
                 bad.append(f"{key} must be >= 1, got {getattr(self, key)}")
         for key in ("warmup_steps", "head_warmup_steps", "eval_every", "save_every", "bucket", "dev_holdout",
@@ -516,7 +517,7 @@ class Trainer:
 
         cache = TeacherCache(self.cfg.teacher_cache, USETeacher(self.cfg.threads))
         if self.rank == 0:  # compute once; other ranks then read the cache
-            cache.vectors(src_texts + mono_texts, progress=True)
+            cache.vectors(src_texts + mono_texts, progress=True, workers=self.cfg.teacher_workers)
         self._barrier()
         if self.rank:
             cache = TeacherCache(self.cfg.teacher_cache, USETeacher(self.cfg.threads))

@@ -253,3 +253,19 @@ def test_token_vectors_reduce_to_principal_components(tiny_corpus):
     assert var.sum() > 3 / 8 * (full - full.mean(0)).var(0).sum()      # they keep more than a random 3 of 8
     with pytest.raises(LwxError, match="cannot reduce 8-d teacher vectors"):
         token_vectors(tok, FakeTeacher(dim=8), dim=16)
+
+
+def test_workers_give_the_same_vectors_and_shards(tmp_path):
+    """workers > 1 encodes in spawned processes (the teacher travels pickled) with the same result."""
+    texts = [f"text number {i}" for i in range(50)] + ["text number 3"]
+    one = TeacherCache(tmp_path / "one", FakeTeacher()).vectors(texts, batch_size=7, progress=False)
+    many_cache = TeacherCache(tmp_path / "many", FakeTeacher())
+    many = many_cache.vectors(texts, batch_size=7, progress=False, workers=3)
+    np.testing.assert_array_equal(many, one)
+    assert many_cache.teacher.n_encoded == 0  # the parent's teacher encoded nothing: the workers did
+    # persisted: a fresh cache reads every vector back without encoding
+    again = TeacherCache(tmp_path / "many", FakeTeacher())
+    np.testing.assert_array_equal(again.vectors(texts, progress=False), one)
+    assert again.teacher.n_encoded == 0
+    with pytest.raises(InputError, match="workers must be >= 1"):
+        again.vectors(texts, workers=0)

