@@ -237,6 +237,7 @@ def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_pa
     (["--corpus", "x.tsv", "--set", "bogus=1"], "unknown config key 'bogus'"),
     (["--corpus", "x.tsv", "--set", "model.d_model=abc"], "config key 'model.d_model' expects int, got 'abc'"),
     (["--corpus", "x.tsv", "--set", "batch_size=0"], "batch_size must be >= 1, got 0"),
+    (["--corpus", "x.tsv", "--set", "teacher_workers=0"], "teacher_workers must be >= 1, got 0"),
     (["--corpus", "x.tsv", "--lr", "nan"], "lr must be a positive number, got nan"),
     (["--corpus", "x.tsv", "--set", "model.n_heads=3"], "model.d_model (512) must be divisible by model.n_heads (3)"),
     (["--corpus", "x.tsv", "--set", "max_steps=null", "--set", "threads=two"], "'threads' expects int (or null)"),
