@@ -38,18 +38,25 @@ def test_the_readme_trains_the_default_recipe(monkeypatch):
 
 
 STAGES = [REPO / "recipes" / "continue-1.json", REPO / "recipes" / "continue-2.json"]
+GPU = REPO / "recipes" / "gpu-24k.json"
 
 
-def test_the_default_recipe_and_its_continuations_are_the_ones_the_shipped_model_was_trained_with():
-    """The shipped default is three runs, each started from the previous one's best checkpoint: the README
-    recipe, then recipes/continue-1.json and recipes/continue-2.json over it (init_from names the previous run)."""
+def test_the_default_recipe_and_its_gpu_overlay_are_the_ones_the_shipped_model_was_trained_with():
+    """The shipped default is one run of the README recipe with recipes/gpu-24k.json over it (an H100, the
+    everyday 24k tokenizer, batch 512, 600 s)."""
     shipped = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]["config"]
-    recipe = TrainConfig.from_files([DEFAULT, STAGES[-1]]).to_dict()
-    for key in ("out_dir", "tokenizer"):  # a continued run reads the tokenizer its start bundle carries
+    recipe = TrainConfig.from_files([DEFAULT, GPU]).to_dict()
+    for key in ("out_dir", "teacher_workers"):  # where it wrote, and how the teacher cache was filled
         shipped.pop(key), recipe.pop(key)
     assert {k: recipe[k] for k in shipped} == shipped
     defaults = TrainConfig().to_dict()  # fields added since then keep their defaults
     assert {k: recipe[k] for k in set(recipe) - set(shipped)} == {k: defaults[k] for k in set(recipe) - set(shipped)}
+    assert recipe["init_from"] is None and recipe["device"] == "cuda"
+
+
+def test_the_cpu_continuations_start_from_the_previous_run():
+    """The CPU history the README records: the README recipe, then continue-1 and continue-2 over it, each
+    started from the previous run's best checkpoint."""
     first = TrainConfig.from_files([DEFAULT, STAGES[0]])
     assert (first.init_from, first.out_dir) == (TrainConfig.from_files([DEFAULT]).out_dir + "/best", "runs/everyday2")
     assert TrainConfig.from_files([DEFAULT, STAGES[1]]).init_from == first.out_dir + "/best"
