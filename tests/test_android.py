@@ -2,7 +2,7 @@
 fixtures, android_demo/run_jvm_tests.sh compiles the Java code with javac and runs its JUnit 4 tests on them
 (identical token ids on a multilingual probe set, head probabilities within 1e-5, identical top-k).
 
-Two tokenizers: the shipped 16k model (lwx_edge/default_model; else $LWX_ANDROID_TOKENIZER or the
+Two tokenizers: the shipped model (lwx_edge/default_model; else $LWX_ANDROID_TOKENIZER or the
 tokenizer.model a training run left in runs/default) when there is one, and always the tiny 160-piece
 model of the test corpus (many unknown characters).
 Also the index file: the JVM's VectorIndex reads the index.lwxindex that lwx_edge.index.Index wrote and returns

