@@ -112,8 +112,9 @@ def main() -> None:
             sys.exit(f"{name}: benchmark failed\n{r.stderr[-2000:]}")
         results.append(json.loads(r.stdout.strip().splitlines()[-1]))
         print(json.dumps(results[-1]), file=sys.stderr)
-    res = {"bundle": str(a.bundle), "machine": {"cpu": platform.processor() or platform.machine(),
-                                                "cores": os.cpu_count(), "python": platform.python_version()},
+    from bench_app import cpu_info
+
+    res = {"bundle": str(a.bundle), "machine": {**cpu_info(), "python": platform.python_version()},
            "command": "python tools/bench_sdk.py " + " ".join(sys.argv[1:]), "results": results}
     sys.path.insert(0, str(ROOT))
     from lwx_edge.bundle import write_json_atomic, write_text_atomic

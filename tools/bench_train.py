@@ -108,7 +108,10 @@ def main() -> None:
         r = bench(b, args, device)
         print(json.dumps(r), flush=True)
         results.append(r)
+    from bench_app import cpu_info
+
     info = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+            "machine": cpu_info(),
             "precision": "bf16 autocast" if device.type == "cuda" else "fp32", "torch": torch.__version__,
             "threads": torch.get_num_threads(), "vocab": args.vocab, "length_per_side": args.length,
             "compile": args.compile, "mono_batch": "batch/2" if args.mono else 0,
