@@ -123,7 +123,7 @@ def _training(training: dict, cfg: dict) -> list[str]:
             f"({training.get('elapsed_s', 0) / 3600:.1f} h on {training.get('device', '?')}), "
             f"loss weights {json.dumps(weights)}, distillation on the "
             f"{'exported vector itself' if cfg.get('kd_space') == 'output' else 'training-only projection'}, "
-            f"SentencePiece vocabulary {_n(cfg.get('vocab_size'))}."]
+            f"SentencePiece vocabulary {_n(cfg.get('model', {}).get('vocab_size') or cfg.get('vocab_size'))}."]
     if cfg.get("init_from"):
         out[-1] += (f" This run continued from `{cfg['init_from']}` (`init_from`): its steps come on top of that "
                     "model's training; the repository's README lists every stage.")
@@ -159,7 +159,7 @@ def _measured(results: dict) -> list[str]:
     strong = [TASK_NAMES[t] for t in tasks if teacher and t in teacher and mine[t]["avg"] >= teacher[t]["avg"] - CLOSE]
     weak = [f"{TASK_NAMES[t]} ({mine[t]['avg']:.3f} vs {teacher[t]['avg']:.3f})" for t in tasks
             if teacher and t in teacher and mine[t]["avg"] < teacher[t]["avg"] - FAR]
-    rows += ["", "**Strengths** (within 3 points of the teacher): " + (", ".join(strong) or "none") + ".",
+    rows += ["", "**Strengths** (within 3 points of the teacher, or above it): " + (", ".join(strong) or "none") + ".",
              "**Weaknesses** (more than 10 points below the teacher): " + (", ".join(weak) or "none") + "."]
     worst = [(mine[t][k], k, t) for t in tasks for k in mine[t] if "-" in k]
     if worst:
