@@ -1,6 +1,8 @@
 """Pack what a GPU training run needs into .gpu/pack.tar.xz for a machine with no network (see README.md).
 
     python tools/gpu_run/pack.py [--mono-sample 50000] [--out .gpu/pack.tar.xz]
+
+Test splits never go in; the teacher's token table keeps only the rows these texts use.
 """
 from __future__ import annotations
 
