@@ -269,3 +269,12 @@ def test_workers_give_the_same_vectors_and_shards(tmp_path):
     assert again.teacher.n_encoded == 0
     with pytest.raises(InputError, match="workers must be >= 1"):
         again.vectors(texts, workers=0)
+
+
+def test_a_teacher_that_cannot_travel_to_workers_is_one_clear_error(tmp_path):
+    teacher = FakeTeacher()
+    teacher.encode_fn = lambda texts: texts  # a lambda does not pickle
+    cache = TeacherCache(tmp_path, teacher)
+    with pytest.raises(LwxError, match="cannot be sent to worker processes .*use workers=1"):
+        cache.vectors(["a", "b", "c"], batch_size=1, progress=False, workers=2)
+    assert cache.vectors(["a", "b", "c"], batch_size=1, progress=False).shape == (3, 8)  # one process still works

@@ -309,6 +309,13 @@ class TeacherCache:
         pool = None
         if workers > 1 and len(batches) > 1:
             import multiprocessing as mp
+            import pickle
+
+            try:
+                pickle.dumps(self.teacher)
+            except Exception as e:
+                raise LwxError(f"teacher {self.teacher.name!r} cannot be sent to worker processes "
+                               f"({type(e).__name__}: {e}); use workers=1") from None
 
             # spawn, not fork: the parent may hold threads (BLAS, torch) that a forked child would inherit
             # in an unusable state
