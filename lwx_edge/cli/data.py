@@ -74,6 +74,18 @@ def words(out: Path = typer.Option(Path("data/corpus/words"), "--out", "-o"),
     typer.echo(json.dumps(build_words(out, work_dir, per_lang), indent=2))
 
 
+@app.command("lexicon")
+def lexicon(out: Path = typer.Option(Path("data/corpus/lexicon"), "--out", "-o"),
+            work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
+            max_per_lang: int = typer.Option(20000, "--max-per-lang", min=1,
+                                             help="Ding headwords kept (the most frequent English first).")):
+    """Words and short names with their translations (CLDR names, FreeDict and Ding headwords) as parallel
+    ``train.en-xx.tsv`` for the one- and two-word texts."""
+    from ..data.lexicon import build_lexicon
+
+    typer.echo(json.dumps(build_lexicon(out, work_dir, max_per_lang), indent=2))
+
+
 @app.command("tokenizer")
 def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model"), "--out", "-o"),
               vocab_size: int = typer.Option(24000, "--vocab-size", min=8),
@@ -87,11 +99,13 @@ def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model")
 
 @app.command("all")
 def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
-    """ddtp + gettext + dialogue + mono + everyday + words into ROOT/{ddtp,gettext,dialogue,mono,everyday,words}."""
+    """ddtp + gettext + dialogue + mono + everyday + words + lexicon into ROOT/{ddtp,...,lexicon}, then the
+    tokenizer."""
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
     dialogue(root / "dialogue", root.parent / "debs")
     mono(root / "mono", root / "ddtp", root / "gettext", root / "dialogue")
     everyday(root / "everyday", root.parent / "debs", 20000)
     words(root / "words", root.parent / "debs", 50000)
+    lexicon(root / "lexicon", root.parent / "debs", 20000)
     tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)
