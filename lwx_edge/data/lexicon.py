@@ -27,7 +27,7 @@ from typing import Iterable, Iterator
 
 from .._io import write_json_atomic, write_text_atomic
 from ..errors import CorpusError
-from .everyday import DING, _DING_NOTES
+from .everyday import _DING_NOTES, DING
 from .gettext import deb_files, download_debs
 
 log = logging.getLogger(__name__)
