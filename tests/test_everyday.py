@@ -1,6 +1,7 @@
 """The everyday corpus: parsers of each source, the held-out source, monolingual extras."""
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,17 @@ def test_everyday_sources_hold_out_a_whole_package_and_no_manpages():
     names = [*ed.PARALLEL_PACKAGES, *ed.FORTUNES, *ed.WORDLISTS, ed.DING, ed.WORDNET]
     assert not any("manpages" in n for n in names)
     assert sorted(set(ed.WORDLISTS.values())) == ["de", "en", "es", "fr", "it"]
+
+
+def test_data_games_builds_the_game_catalogues_split_by_source_package(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from lwx_edge.cli import app
+
+    calls = []
+    monkeypatch.setattr(gt, "build_gettext", lambda out, **kw: calls.append((out, kw)) or {"train": {}})
+    result = CliRunner().invoke(app, ["data", "games", "--out", str(tmp_path / "games")])
+    assert result.exit_code == 0, result.output
+    assert calls == [(tmp_path / "games", {"packages": ed.GAME_PACKAGES, "work_dir": Path("data/debs")})]
+    assert not set(ed.GAME_PACKAGES) & set(ed.PARALLEL_PACKAGES)       # no everyday eval source is trained on
+    assert ed.GAME_PACKAGES == ("cataclysm-dda-data",) and gt.split_of("cataclysm-dda") == "train"  # its source

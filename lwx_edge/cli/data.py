@@ -51,6 +51,17 @@ def everyday(out: Path = typer.Option(Path("data/corpus/everyday"), "--out", "-o
     typer.echo(json.dumps(build_everyday(out, work_dir=work_dir, words_per_lang=words_per_lang), indent=2))
 
 
+@app.command("games")
+def games(out: Path = typer.Option(Path("data/corpus/games"), "--out", "-o"),
+          work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept.")):
+    """Item, place and character descriptions and NPC dialogue of Cataclysm: DDA (one catalogue, split by
+    source package like gettext; it hashes to train)."""
+    from ..data.everyday import GAME_PACKAGES
+    from ..data.gettext import build_gettext
+
+    typer.echo(json.dumps(build_gettext(out, packages=GAME_PACKAGES, work_dir=work_dir), indent=2))
+
+
 @app.command("mono")
 def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
          ddtp_dir: Path = typer.Option(Path("data/corpus/ddtp"), "--ddtp"),

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 PARALLEL_PACKAGES = DIALOGUE_PACKAGES + ("widelands-data", "freeciv-data", "freedroidrpg-data")
 HELD_OUT = ("freedroidrpg-data",)
+# the narrative and dialogue of games whose catalogue has no domains to split by: `lwx-edge data games`
+GAME_PACKAGES = ("cataclysm-dda-data",)
 FORTUNES = {"fortunes-min": "en", "fortunes": "en", "fortunes-de": "de", "fortunes-es": "es", "fortunes-it": "it"}
 WORDLISTS = {"wamerican": "en", "wfrench": "fr", "wngerman": "de", "wspanish": "es", "witalian": "it"}
 DING, WORDNET = "trans-de-en", "wordnet-base"
@@ -125,5 +127,5 @@ def build_everyday(out_dir: str | Path = "data/corpus/everyday", work_dir: str |
     return summary
 
 
-__all__ = ["HELD_OUT", "PARALLEL_PACKAGES", "build_everyday", "ding_pairs", "fortune_cookies", "word_sample",
+__all__ = ["GAME_PACKAGES", "HELD_OUT", "PARALLEL_PACKAGES", "build_everyday", "ding_pairs", "fortune_cookies", "word_sample",
            "wordnet_examples"]

@@ -57,7 +57,7 @@ def main() -> None:
         files = [*glob.glob(f"{corpus}/ddtp/train.en-*.tsv"), *glob.glob(f"{corpus}/gettext/train.*"),
                  *glob.glob(f"{corpus}/dialogue/*.en-*.tsv"), *glob.glob(f"{corpus}/everyday/*.en-*.tsv"),
                  *glob.glob(f"{corpus}/everyday/mono/train.*"), *glob.glob(f"{corpus}/words/train.*"),
-                 *glob.glob(f"{corpus}/lexicon/train.*"),
+                 *glob.glob(f"{corpus}/lexicon/train.*"), *glob.glob(f"{corpus}/games/train.*"),
                  *glob.glob(f"{corpus}/*/summary.json")]
         for f in files:
             rel = Path(f).relative_to(corpus)
