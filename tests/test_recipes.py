@@ -105,3 +105,18 @@ def test_the_smoke_recipe_is_a_valid_five_minute_run(monkeypatch):
                 if c[:2] == ["lwx-edge", "train"] and "recipes/smoke.json" in c]
     got = configured(smoke[2:], monkeypatch).to_dict()
     assert got == {**cfg.to_dict(), "out_dir": got["out_dir"]}
+
+
+def test_the_next_gpu_recipes_continue_the_default_with_the_new_data():
+    """tools/gpu_run/README.md's plan: both recipes start from the shipped default, add the lexicon and the games
+    corpus to the README recipe's corpora, and differ only in the frequent words as monolingual text."""
+    base = TrainConfig.from_files([DEFAULT])
+    lex = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-lex.json"])
+    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"])
+    for cfg in (lex, words):
+        cfg.validate()
+        assert cfg.init_from == "lwx_edge/default_model" and cfg.device == "cuda" and cfg.max_time == 1200
+        assert cfg.corpus == base.corpus + ["data/corpus/lexicon", "data/corpus/games"]
+    assert lex.mono == base.mono and words.mono == base.mono + ["data/corpus/words"]
+    diff = {k for k, v in words.to_dict().items() if lex.to_dict()[k] != v}
+    assert diff == {"mono", "out_dir"}

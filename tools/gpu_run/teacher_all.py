@@ -1,7 +1,8 @@
 """Teacher vectors of every text the GPU recipes distil (the pairs' English side and all monolingual text),
-computed once with WORKERS processes before the runs start, so that both runs find them cached.
+computed once with WORKERS processes before the runs start, so that every run finds them cached.
 
-    python tools/gpu_run/teacher_all.py [WORKERS]    # from the folder that holds data/; default: every core
+    python tools/gpu_run/teacher_all.py [WORKERS [RECIPE ...]]   # from the folder that holds data/ and recipes/
+    # WORKERS: default every core; RECIPE: names in recipes/ laid over recipes/default.json (default gpu-24k-lex)
 """
 import os
 import sys
@@ -12,11 +13,14 @@ from lwx_edge.train import TrainConfig, _read_mono, _read_pairs
 
 
 def main() -> None:
-    cfg = TrainConfig.from_files(["recipes/default.json", "recipes/gpu-16k.json"])
-    t = time.time()
-    texts = [p.src for p in _read_pairs(cfg.corpus, print)] + _read_mono(cfg.mono, None, cfg.seed)
-    cache = TeacherCache(cfg.teacher_cache, USETeacher(1))
     workers = int(sys.argv[1]) if len(sys.argv) > 1 else os.cpu_count() or 1
+    t, texts = time.time(), {}
+    for name in sys.argv[2:] or ["gpu-24k-lex"]:
+        cfg = TrainConfig.from_files(["recipes/default.json", f"recipes/{name}.json"])
+        texts.update(dict.fromkeys([p.src for p in _read_pairs(cfg.corpus, print)]
+                                   + _read_mono(cfg.mono, cfg.mono_max_per_lang, cfg.seed)))
+    texts = list(texts)
+    cache = TeacherCache(cfg.teacher_cache, USETeacher(1))
     cache.vectors(texts, progress=True, workers=workers)
     print(f"teacher vectors of {len(texts):,} texts ready in {time.time() - t:.0f} s", flush=True)
 
