@@ -110,8 +110,8 @@ def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model")
 
 @app.command("all")
 def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
-    """ddtp + gettext + dialogue + mono + everyday + words + lexicon into ROOT/{ddtp,...,lexicon}, then the
-    tokenizer."""
+    """ddtp + gettext + dialogue + mono + everyday + words + lexicon + games into ROOT/{ddtp,...,games}, then
+    the tokenizer."""
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
     dialogue(root / "dialogue", root.parent / "debs")
@@ -119,4 +119,5 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
     everyday(root / "everyday", root.parent / "debs", 20000)
     words(root / "words", root.parent / "debs", 50000)
     lexicon(root / "lexicon", root.parent / "debs", 20000)
+    games(root / "games", root.parent / "debs")
     tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)
