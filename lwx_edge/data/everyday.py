@@ -127,5 +127,5 @@ def build_everyday(out_dir: str | Path = "data/corpus/everyday", work_dir: str |
     return summary
 
 
-__all__ = ["GAME_PACKAGES", "HELD_OUT", "PARALLEL_PACKAGES", "build_everyday", "ding_pairs", "fortune_cookies", "word_sample",
-           "wordnet_examples"]
+__all__ = ["GAME_PACKAGES", "HELD_OUT", "PARALLEL_PACKAGES", "build_everyday", "ding_pairs", "fortune_cookies",
+           "word_sample", "wordnet_examples"]

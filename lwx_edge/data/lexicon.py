@@ -12,13 +12,13 @@ teach single words only in context; these sources pair them directly:
 - **Ding** (``trans-de-en``): the one-word headwords that :func:`lwx_edge.data.everyday.ding_pairs` skips,
   the most frequent English ones first (``wordfreq``), at most ``max_per_lang``.
 
-Pairs whose two sides are the same word are dropped. Written as ``train.en-xx.tsv`` (English first) and ``summary.json``. Everything goes to train: no evaluation
-task draws on these sources, and none of them is a man page or a public evaluation set.
+Pairs whose two sides are the same word are dropped. Written as ``train.en-xx.tsv`` (English first) and
+``summary.json``. Everything goes to train: no evaluation task draws on these sources, and none of them is a
+man page or a public evaluation set.
 """
 from __future__ import annotations
 
 import gzip
-import io
 import logging
 import re
 import unicodedata
@@ -155,7 +155,7 @@ def build_lexicon(out_dir: str | Path = "data/corpus/lexicon", work_dir: str | P
         packed = next((v for k, v in files.items() if k.endswith(".dict.dz")), None)
         if index is None or packed is None:
             raise CorpusError(f"{pkg}: no dictd .index/.dict.dz in the package")
-        data = gzip.GzipFile(fileobj=io.BytesIO(packed)).read()
+        data = gzip.decompress(packed)                     # dictzip is gzip with a random-access index
         sources["freedict"][lang] = [(en, xx) for xx, en in dictd_entries(index.decode("utf-8"), data)]
     ding = [p for _, text in deb_files(debs[DING], lambda n: n.endswith("/trans/de-en"))
             for p in ding_words(text.decode("utf-8", errors="replace"))]
