@@ -8,7 +8,6 @@ BUNDLE defaults to the shipped model. Prints a markdown table; ``-o`` also write
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
