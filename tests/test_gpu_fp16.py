@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -42,4 +41,11 @@ def test_unpack_names_a_missing_piece_or_file(tiny_bundle, tmp_path):
     with pytest.raises(SystemExit, match="do not join into a safetensors file"):
         fp16.unpack(tmp_path / "packed", tmp_path / "back")
     assert not (tmp_path / "back").exists()
-    shutil.rmtree(tmp_path / "packed")
+
+
+def test_packing_again_into_the_same_folder_leaves_no_stale_pieces(tiny_bundle, tmp_path):
+    fp16.pack(tiny_bundle, tmp_path / "packed", piece_mb=0.02)
+    files = fp16.pack(tiny_bundle, tmp_path / "packed", piece_mb=1)           # one piece now, not several
+    assert sorted((tmp_path / "packed").glob(fp16.PIECES + "*")) == [f for f in files if fp16.PIECES in f.name]
+    a = Encoder.load(fp16.unpack(tmp_path / "packed", tmp_path / "back")).embed(TEXTS)
+    assert np.allclose(a, Encoder.load(tiny_bundle).embed(TEXTS), atol=1e-2)

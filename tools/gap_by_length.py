@@ -33,12 +33,14 @@ def hits_by_length(embed: Callable[[Sequence[str]], np.ndarray], pairs: dict[str
     side's word count (the same bin for the query and its gold item)."""
     out = {_label(*b): [0, 0] for b in bins}
     for en, xx in pairs.values():
+        if not en:
+            continue
         words = np.array([len(t.split()) for t in en])
         e, x = embed(en), embed(xx)
         for q, k in ((e, x), (x, e)):
             hit = nearest(q, k) == np.arange(len(q))
             for lo, hi in bins:
-                m = (words >= lo) & (words <= (hi or words.max()))
+                m = (words >= lo) & (words <= (hi or np.inf))
                 out[_label(lo, hi)][0] += int(hit[m].sum())
                 out[_label(lo, hi)][1] += int(m.sum())
     return out

@@ -35,6 +35,8 @@ def pack(bundle: Path, out: Path, piece_mb: float = 15.0) -> list[Path]:
     half = {k: v.half() if v.is_floating_point() else v for k, v in weights.items()}
     blob = save(half)
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(PIECES + "*"):                 # pieces of an earlier pack would join onto these
+        stale.unlink()
     written = [Path(shutil.copy(bundle / name, out / name)) for name in SMALL]
     size = int(piece_mb * 2**20)
     for i in range(0, len(blob), size):
