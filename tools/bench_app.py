@@ -28,7 +28,12 @@ FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "am
 
 
 def cpu_info() -> dict:
-    """CPU model, core count and the SIMD flags that decide int8 kernels."""
+    """CPU model, core count and the SIMD flags that decide int8 kernels.
+
+    Under ``tools/avx2_only.py`` the hidden flags are dropped from ``simd`` (they are what the libraries no
+    longer see) and kept in ``simd_hardware``, with ``cpuid_mask`` saying so; numpy's own CPUID check confirms
+    that the mask is active.
+    """
     model, flags = "unknown", set()
     try:
         with open("/proc/cpuinfo") as f:
@@ -39,7 +44,36 @@ def cpu_info() -> dict:
                     flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return {"cpu": model, "cores": os.cpu_count(), "simd": [f for f in FLAGS if f in flags]}
+    info = {"cpu": model, "cores": os.cpu_count(), "simd": [f for f in FLAGS if f in flags]}
+    mask = os.environ.get("LWX_CPUID_MASK")
+    if mask:
+        from avx2_only import HIDDEN
+        from numpy._core._multiarray_umath import __cpu_features__ as seen
+
+        if seen.get("AVX512F"):
+            raise SystemExit("LWX_CPUID_MASK is set but numpy still sees AVX-512: run under tools/avx2_only.py")
+        info.update(simd_hardware=info["simd"], cpuid_mask=mask,
+                    simd=[f for f in info["simd"] if f not in HIDDEN])
+    return info
+
+
+def command_line(script: str) -> str:
+    """How this benchmark was started, for its files (with the ``tools/avx2_only.py`` wrapper when it ran under it)."""
+    import shlex
+
+    words = ["python", os.path.relpath(script, ROOT)] + sys.argv[1:]
+    if os.environ.get("LWX_CPUID_MASK"):
+        words = ["python", "tools/avx2_only.py"] + words
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def simd_text(machine: dict) -> str:
+    """The SIMD flags a benchmark ran with, for a Markdown line (says so when some were hidden)."""
+    text = " ".join(machine["simd"])
+    if machine.get("cpuid_mask"):
+        hidden = [f for f in machine["simd_hardware"] if f not in machine["simd"]]
+        text += f" (the CPU also has {' '.join(hidden)}, hidden from CPUID by tools/avx2_only.py)"
+    return text
 
 
 def app_texts(n: int, seed: int = 0) -> list[str]:
@@ -110,7 +144,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     from lwx_edge import Encoder
     from lwx_edge.bundle import write_json_atomic, write_text_atomic
 
-    command = "python " + " ".join([os.path.relpath(__file__, ROOT)] + sys.argv[1:])
+    command = command_line(__file__)
     texts = app_texts(args.texts)
     batches = [texts[s:s + args.batch] for s in range(0, len(texts), args.batch)]
     singles = texts[:args.singles]
@@ -215,7 +249,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
                         f"{v.get('ratio_to_teacher_wall_median', 1.0):.2f} | "
                         f"{v.get('ratio_to_teacher_cpu_median', 1.0):.2f} | {p50} |")
     m = res["machine"]
-    md = (f"Command: `{command}`\n\nMachine: {m['cpu']}, {m['cores']} cores, SIMD {' '.join(m['simd'])}; "
+    md = (f"Command: `{command}`\n\nMachine: {m['cpu']}, {m['cores']} cores, SIMD {simd_text(m)}; "
           f"{args.threads} thread(s); {len(texts)} texts, {res['texts']['real_tokens_mean']} real tokens per text, "
           f"{res['texts']['padded_positions_per_text_one_call_per_batch']} positions per text when each batch is "
           f"one call.\n\n" + "\n".join(rows) + "\n")

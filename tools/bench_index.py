@@ -159,13 +159,13 @@ def main() -> None:
         print("@@RESULT@@" + json.dumps(worker(args.worker, args.cache, args.queries, args.threads)), flush=True)
         return
     import numpy as np
-    from bench_app import cpu_info
+    from bench_app import command_line, cpu_info
 
     from lwx_edge import Encoder
     from lwx_edge.bundle import write_json_atomic, write_text_atomic
     from lwx_edge.index import Index, dequantize, quantize
 
-    command = "python " + " ".join([os.path.relpath(__file__, ROOT)] + sys.argv[1:])
+    command = command_line(__file__)
     enc = Encoder.load(threads=args.threads)
     if not args.cache.is_file():
         texts = real_texts(args.real + args.queries)
@@ -242,8 +242,10 @@ def main() -> None:
                     f"{'' if r['same_hits_as_float32_scoring'] else ' (other hits!)'} | {r['first_search_ms']:.0f} | "
                     f"{approx} | "
                     f"{r['peak_rss_mb']:.0f} |")
+    from bench_app import simd_text
+
     m = res["machine"]
-    md = (f"Command: `{command}`\n\nMachine: {m['cpu']}, {m['cores']} cores, SIMD {' '.join(m['simd'])}; "
+    md = (f"Command: `{command}`\n\nMachine: {m['cpu']}, {m['cores']} cores, SIMD {simd_text(m)}; "
           f"{args.threads} thread(s). Recall@10 of the int8 storage against float32 exact search: {recall:.4f} "
           f"({len(real):,} real vectors, {len(queries)} queries). Index.add with embedding: {add_rate:,.0f} items/s."
           "\n\n" + "\n".join(rows) + "\n")

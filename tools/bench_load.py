@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from bench_app import cpu_info  # noqa: E402
+from bench_app import command_line, cpu_info, simd_text  # noqa: E402
 
 PROBE = r"""
 import json, resource, sys, time
@@ -91,7 +91,7 @@ def main() -> None:
             "runtime_imports_median_s": {k: statistics.median(r[k] for r in imports) for k in imports[0]},
         }
         print(backend, json.dumps(results[backend]["warm_median"]), flush=True)
-    command = "python tools/bench_load.py " + " ".join(sys.argv[1:])
+    command = command_line(__file__)
     report = {"command": command, "machine": cpu_info(), "bundle": args.bundle, "repeats": args.repeats,
               "results": results}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +100,7 @@ def main() -> None:
     tmp.replace(args.out)
     m = report["machine"]
     lines = [f"Command: `{command}`", "",
-             f"Machine: {m['cpu']}, {m['cores']} cores, SIMD {' '.join(m['simd'])}; fresh process per row, 1 thread.",
+             f"Machine: {m['cpu']}, {m['cores']} cores, SIMD {simd_text(m)}; fresh process per row, 1 thread.",
              "", "| backend | import lwx_edge s | load s | first vector s | total s | peak RSS MB | cold total s "
              "| cold RSS MB | runtime's own imports s |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for backend, r in results.items():

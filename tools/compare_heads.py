@@ -154,8 +154,10 @@ def pm(s: dict) -> str:
 
 def markdown(res: dict) -> str:
     m = res["machine"]
+    from bench_app import simd_text
+
     lines = [f"Command: `{res['command']}`", "",
-             f"Encoder: {res['encoder']}. Machine: {m['cpu']}, {m['cores']} cores, SIMD {' '.join(m['simd'])}; "
+             f"Encoder: {res['encoder']}. Machine: {m['cpu']}, {m['cores']} cores, SIMD {simd_text(m)}; "
              f"Python {res['python']}; {res['seeds']} seeds per k.", "",
              f"**Fit times are indicative only**: {res['note']}", "",
              "Balanced accuracy (mean recall over classes), mean ± std over seeds; heads fitted on k English "

