@@ -30,9 +30,9 @@ FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "am
 def cpu_info() -> dict:
     """CPU model, core count and the SIMD flags that decide int8 kernels.
 
-    Under ``tools/avx2_only.py`` the hidden flags are dropped from ``simd`` (they are what the libraries no
-    longer see) and kept in ``simd_hardware``, with ``cpuid_mask`` saying so; numpy's own CPUID check confirms
-    that the mask is active.
+    Under ``tools/cpuid_mask.py`` the hidden flags are dropped from ``simd`` (the libraries no longer see
+    them) and kept in ``simd_hardware``, with ``cpuid_mask`` saying so; numpy's own CPUID check confirms that
+    the mask is active.
     """
     model, flags = "unknown", set()
     try:
@@ -47,23 +47,26 @@ def cpu_info() -> dict:
     info = {"cpu": model, "cores": os.cpu_count(), "simd": [f for f in FLAGS if f in flags]}
     mask = os.environ.get("LWX_CPUID_MASK")
     if mask:
-        from avx2_only import HIDDEN
+        from cpuid_mask import LEVELS, level_of
         from numpy._core._multiarray_umath import __cpu_features__ as seen
 
-        if seen.get("AVX512F"):
-            raise SystemExit("LWX_CPUID_MASK is set but numpy still sees AVX-512: run under tools/avx2_only.py")
+        level = level_of(mask)
+        if seen.get({"avx512": "AVX512F", "amx": "AVX512_SPR"}[level]):
+            raise SystemExit(f"LWX_CPUID_MASK is set but numpy still sees what it hides: run under "
+                             f"tools/cpuid_mask.py --hide {level}")
         info.update(simd_hardware=info["simd"], cpuid_mask=mask,
-                    simd=[f for f in info["simd"] if f not in HIDDEN])
+                    simd=[f for f in info["simd"] if f not in LEVELS[level][0]])
     return info
 
 
 def command_line(script: str) -> str:
-    """How this benchmark was started, for its files (with the ``tools/avx2_only.py`` wrapper when it ran under it)."""
+    """How this benchmark was started, for its files (with the ``tools/cpuid_mask.py`` wrapper when under it)."""
     import shlex
 
     words = ["python", os.path.relpath(script, ROOT)] + sys.argv[1:]
-    if os.environ.get("LWX_CPUID_MASK"):
-        words = ["python", "tools/avx2_only.py"] + words
+    mask = os.environ.get("LWX_CPUID_MASK")
+    if mask:
+        words = ["python", "tools/cpuid_mask.py", "--hide", mask.split(":", 1)[0]] + words
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -72,7 +75,7 @@ def simd_text(machine: dict) -> str:
     text = " ".join(machine["simd"])
     if machine.get("cpuid_mask"):
         hidden = [f for f in machine["simd_hardware"] if f not in machine["simd"]]
-        text += f" (the CPU also has {' '.join(hidden)}, hidden from CPUID by tools/avx2_only.py)"
+        text += f" (the CPU also has {' '.join(hidden)}, hidden from CPUID by tools/cpuid_mask.py)"
     return text
 
 

@@ -10,7 +10,8 @@ weights of MatMul, Gemm and Gather):
 - ``s8 per-channel``: the full 8-bit range (faster kernels on VNNI; on AVX2 without VNNI the u8·s8 products
   can saturate, docs/EXPORT.md §8);
 - ``u8 per-channel``: QUInt8 weights (u8·u8 kernels);
-- ``s8 per-tensor, reduce_range``: one scale per weight matrix.
+- ``s8 per-tensor, reduce_range``: one scale per weight matrix;
+- ``fp32 (not quantized)``: the fp32 program itself, the baseline an int8 kernel has to beat (4x the size).
 
 Each is run with onnxruntime's full graph optimisation (as the SDK runs it, which fuses ``MatMulInteger`` and
 its dequantisation into ``DynamicQuantizeMatMul`` where it can) and reported with: the op types of the
@@ -37,6 +38,7 @@ RECIPES = {
     "s8 per-channel": dict(weight_type="QInt8", per_channel=True, reduce_range=False),
     "u8 per-channel": dict(weight_type="QUInt8", per_channel=True, reduce_range=False),
     "s8 per-tensor, reduce_range": dict(weight_type="QInt8", per_channel=False, reduce_range=True),
+    "fp32 (not quantized)": None,
 }
 
 
@@ -110,7 +112,10 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     systems["teacher"] = (lambda items: teacher.encode(items), lambda t: teacher.encode([t]))
     for name, recipe in RECIPES.items():
         path = work / (name.split(" (")[0].replace(" ", "_").replace(",", "") + ".onnx")
-        quantize(pre, path, **recipe)
+        if recipe is None:
+            path = fp32
+        else:
+            quantize(pre, path, **recipe)
         enc = Encoder(encoder.tokenizer, OnnxBackend(path, threads=args.threads))
         vecs = enc.embed(texts)
         cos = (vecs * reference).sum(1)

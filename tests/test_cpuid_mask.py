@@ -1,4 +1,4 @@
-"""tools/avx2_only.py: a command run under it sees an AVX2/FMA CPU, and crashes still report as crashes."""
+"""tools/cpuid_mask.py: a command run under it sees an older CPU, and crashes still report as crashes."""
 import ast
 import subprocess
 import sys
@@ -9,15 +9,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-import avx2_only  # noqa: E402
 import bench_app  # noqa: E402
+import cpuid_mask  # noqa: E402
 
-needs_fault = pytest.mark.skipif(not avx2_only.cpuid_fault_supported() or avx2_only.shutil.which("cc") is None,
+needs_fault = pytest.mark.skipif(not cpuid_mask.cpuid_fault_supported() or cpuid_mask.shutil.which("cc") is None,
                                  reason="needs Linux CPUID faulting (cpuid_fault) and a C compiler")
 
 
-def masked(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "tools/avx2_only.py"), sys.executable, "-c", code],
+def masked(code: str, level: str = "avx512") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "tools/cpuid_mask.py"), "--hide", level, sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
@@ -34,14 +34,35 @@ def test_libraries_see_avx2_without_avx512():
 
 
 @needs_fault
+def test_hiding_amx_leaves_avx512_vnni():
+    from numpy._core._multiarray_umath import __cpu_features__ as seen
+
+    if not seen.get("AVX512_SPR"):
+        pytest.skip("this CPU has no AMX/AVX512-FP16 to hide")
+    proc = masked("from numpy._core._multiarray_umath import __cpu_features__ as f;"
+                  "print(f['AVX512F'], f['AVX512VNNI'], f['AVX512_SPR'])", level="amx")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True", "False"]
+
+
+@needs_fault
+def test_the_library_refuses_an_unknown_level():
+    env = cpuid_mask.environment(cpuid_mask.build(), "avx512")
+    env["LWX_CPUID_HIDE"] = "sse"
+    proc = subprocess.run([sys.executable, "-c", "print('ran')"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert "LWX_CPUID_HIDE must be avx512 or amx" in proc.stderr
+
+
+@needs_fault
 def test_benchmark_files_record_the_mask():
     proc = masked("import sys; sys.path.insert(0, 'tools'); import bench_app; m = bench_app.cpu_info();"
                   "print(m['simd']); print(m.get('cpuid_mask')); print(bench_app.command_line('tools/x.py'))")
     assert proc.returncode == 0, proc.stderr
     simd, mask, command = proc.stdout.splitlines()
     assert set(ast.literal_eval(simd)) <= {"avx2", "fma"}
-    assert mask.startswith("avx2: AVX-512, VNNI and AMX hidden")
-    assert command.startswith("python tools/avx2_only.py python tools/x.py")
+    assert mask.startswith("avx512: avx512f avx512_vnni avx_vnni")
+    assert command.startswith("python tools/cpuid_mask.py --hide avx512 python tools/x.py")
 
 
 @needs_fault
@@ -52,24 +73,24 @@ def test_a_real_crash_still_reaches_the_programs_handler():
 
 
 def test_without_cpuid_faulting_it_says_so(monkeypatch):
-    monkeypatch.setattr(avx2_only, "cpuid_fault_supported", lambda: False)
+    monkeypatch.setattr(cpuid_mask, "cpuid_fault_supported", lambda: False)
     with pytest.raises(SystemExit, match="cannot make CPUID fault"):
-        avx2_only.main(["true"])
+        cpuid_mask.main(["--hide", "avx512", "true"])
 
 
 def test_a_mask_marker_without_the_mask_is_refused(monkeypatch):
-    monkeypatch.setenv("LWX_CPUID_MASK", avx2_only.MASK)
+    monkeypatch.setenv("LWX_CPUID_MASK", cpuid_mask.describe("avx512"))
     from numpy._core._multiarray_umath import __cpu_features__ as seen
 
     if not seen.get("AVX512F"):
         pytest.skip("this CPU has no AVX-512 to hide")
-    with pytest.raises(SystemExit, match="still sees AVX-512"):
+    with pytest.raises(SystemExit, match="still sees what it hides"):
         bench_app.cpu_info()
 
 
 def test_simd_text_names_the_hidden_flags():
     machine = {"simd": ["avx2", "fma"], "simd_hardware": ["avx2", "fma", "avx512f", "amx_int8"],
-               "cpuid_mask": avx2_only.MASK}
+               "cpuid_mask": cpuid_mask.describe("avx512")}
     assert bench_app.simd_text(machine) == ("avx2 fma (the CPU also has avx512f amx_int8, hidden from CPUID by "
-                                            "tools/avx2_only.py)")
+                                            "tools/cpuid_mask.py)")
     assert bench_app.simd_text({"simd": ["avx2", "fma"]}) == "avx2 fma"
