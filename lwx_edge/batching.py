@@ -22,9 +22,9 @@ def plan_batches(lengths: Sequence[int], max_batch: int, overhead: float) -> lis
         raise ValueError(f"max_batch must be >= 1, got {max_batch}")
     lengths = np.asarray(lengths, dtype=np.float64).reshape(-1)
     n = len(lengths)
+    if n <= 1:
+        return [np.arange(n)] if n else []
     order = np.argsort(lengths, kind="stable")
-    if n == 0:
-        return []
     sorted_len = lengths[order]
     best = np.zeros(n + 1)   # best[i]: cheapest cost of the i shortest texts
     cut = np.zeros(n + 1, dtype=np.int64)  # where the last batch of that plan starts

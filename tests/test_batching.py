@@ -40,6 +40,8 @@ def test_overhead_decides_between_one_call_and_many():
     assert plan_cost(lengths, split, 16.0) < plan_cost(lengths, [np.arange(32)], 16.0) / 3
     assert [len(g) for g in plan_batches([7] * 70, 32, 16.0)] == [6, 32, 32]  # equal lengths: full batches
     assert plan_batches([], 32, 16.0) == []
+    (single,) = plan_batches([9], 32, 16.0)  # one text: one call, without the programme
+    assert single.tolist() == [0] and single.dtype.kind == "i"
     with pytest.raises(ValueError, match="max_batch"):
         plan_batches([3], 0, 1.0)
 

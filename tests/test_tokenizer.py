@@ -157,6 +157,25 @@ def test_encode_returns_encoded(tok):
     assert tok.decode(tok.encode_one("Le Chat")) == "le chat"
 
 
+def test_small_and_large_lists_encode_alike(tok):
+    """Up to 16 texts are encoded one SentencePiece call each (faster), more in one threaded call: same ids."""
+    import lwx_edge.tokenizer as tokenizer_module
+
+    texts = make_corpus(40, seed=3)
+    one_by_one = [tok.encode([t]).ids[0] for t in texts]
+    assert len(texts) > tokenizer_module._ONE_BY_ONE
+    assert tok.encode(texts).ids == one_by_one
+    assert tok.encode(texts[:5]).ids == one_by_one[:5]
+    assert tok.encode(texts[:5]).ids == [list(r) for r in tok.sp.encode([t.lower() for t in texts[:5]], out_type=int)]
+
+
+@pytest.mark.parametrize("n", [1, 20])  # one SentencePiece call per text, and one call for the list
+def test_lone_surrogates_are_named_on_both_paths(tok, n):
+    texts = ["le chat"] * (n - 1) + ["caf\udce9"]
+    with pytest.raises(InputError, match=f"text {n - 1} is not valid Unicode"):
+        tok.encode(texts)
+
+
 def test_truncation_keeps_head(model_path, tok):
     long_text = " ".join(["The cat and the dog in the green house"] * 6)
     full = tok.encode_one(long_text)
