@@ -83,11 +83,15 @@ def test_data_games_builds_the_game_catalogues_split_by_source_package(tmp_path,
     from typer.testing import CliRunner
 
     from lwx_edge.cli import app
+    from lwx_edge.data import games as gm
 
     calls = []
     monkeypatch.setattr(gt, "build_gettext", lambda out, **kw: calls.append((out, kw)) or {"train": {}})
+    monkeypatch.setattr(gm, "build_games_extra", lambda out, **kw: calls.append((out, kw)) or {"train": {}})
     result = CliRunner().invoke(app, ["data", "games", "--out", str(tmp_path / "games")])
     assert result.exit_code == 0, result.output
-    assert calls == [(tmp_path / "games", {"packages": ed.GAME_PACKAGES, "work_dir": Path("data/debs")})]
+    held = [Path("data/corpus") / d for d in ("everyday", "dialogue", "gettext")]
+    assert calls == [(tmp_path / "games", {"packages": ed.GAME_PACKAGES, "work_dir": Path("data/debs")}),
+                     (Path("data/corpus/games-extra"), {"work_dir": Path("data/debs"), "exclude_dirs": held})]
     assert not set(ed.GAME_PACKAGES) & set(ed.PARALLEL_PACKAGES)       # no everyday eval source is trained on
     assert ed.GAME_PACKAGES == ("cataclysm-dda-data",) and gt.split_of("cataclysm-dda") == "train"  # its source

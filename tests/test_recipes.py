@@ -109,14 +109,14 @@ def test_the_smoke_recipe_is_a_valid_five_minute_run(monkeypatch):
 
 def test_the_next_gpu_recipes_continue_the_default_with_the_new_data():
     """tools/gpu_run/README.md's plan: both recipes start from the shipped default, add the lexicon and the games
-    corpus to the README recipe's corpora, and differ only in the frequent words as monolingual text."""
+    corpora (Cataclysm, then the other games' train pairs) to the README recipe's corpora, and differ only in the frequent words as monolingual text."""
     base = TrainConfig.from_files([DEFAULT])
     lex = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-lex.json"])
     words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"])
     for cfg in (lex, words):
         cfg.validate()
         assert cfg.init_from == "lwx_edge/default_model" and cfg.device == "cuda" and cfg.max_time == 1200
-        assert cfg.corpus == base.corpus + ["data/corpus/lexicon", "data/corpus/games"]
+        assert cfg.corpus == base.corpus + ["data/corpus/lexicon", "data/corpus/games", "data/corpus/games-extra"]
     assert lex.mono == base.mono and words.mono == base.mono + ["data/corpus/words"]
     diff = {k for k, v in words.to_dict().items() if lex.to_dict()[k] != v}
     assert diff == {"mono", "out_dir"}

@@ -53,13 +53,21 @@ def everyday(out: Path = typer.Option(Path("data/corpus/everyday"), "--out", "-o
 
 @app.command("games")
 def games(out: Path = typer.Option(Path("data/corpus/games"), "--out", "-o"),
-          work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept.")):
+          work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
+          extra_out: Path = typer.Option(Path("data/corpus/games-extra"), "--extra-out",
+                                         help="Where the other games' train pairs go.")):
     """Item, place and character descriptions and NPC dialogue of Cataclysm: DDA (one catalogue, split by
-    source package like gettext; it hashes to train)."""
+    source package like gettext; it hashes to train) into OUT; then the dialogue, quests and story of
+    Hedgewars, FLARE, FreeOrion, Warzone 2100 and Pingus (train only) into EXTRA_OUT, minus any English
+    sentence of the everyday, dialogue and gettext dev/test splits next to it."""
     from ..data.everyday import GAME_PACKAGES
+    from ..data.games import build_games_extra
     from ..data.gettext import build_gettext
 
-    typer.echo(json.dumps(build_gettext(out, packages=GAME_PACKAGES, work_dir=work_dir), indent=2))
+    summary = build_gettext(out, packages=GAME_PACKAGES, work_dir=work_dir)
+    held = [extra_out.parent / name for name in ("everyday", "dialogue", "gettext")]
+    extra = build_games_extra(extra_out, work_dir=work_dir, exclude_dirs=held)
+    typer.echo(json.dumps({"games": summary, "games-extra": extra}, indent=2))
 
 
 @app.command("mono")
@@ -110,8 +118,8 @@ def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model")
 
 @app.command("all")
 def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
-    """ddtp + gettext + dialogue + mono + everyday + words + lexicon + games into ROOT/{ddtp,...,games}, then
-    the tokenizer."""
+    """ddtp + gettext + dialogue + mono + everyday + words + lexicon + games into ROOT/{ddtp,...,games,
+    games-extra}, then the tokenizer."""
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
     dialogue(root / "dialogue", root.parent / "debs")
@@ -119,5 +127,5 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
     everyday(root / "everyday", root.parent / "debs", 20000)
     words(root / "words", root.parent / "debs", 50000)
     lexicon(root / "lexicon", root.parent / "debs", 20000)
-    games(root / "games", root.parent / "debs")
+    games(root / "games", root.parent / "debs", root / "games-extra")
     tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)
