@@ -37,6 +37,7 @@ def profile_ops(path: Path, texts: list[str], batch: int) -> dict:
 
     from lwx_edge import Encoder
     from lwx_edge.runtime.onnx_backend import DISABLED_OPTIMIZERS, OnnxBackend
+    from lwx_edge.tokenizer import Tokenizer
 
     backend = OnnxBackend(path, threads=1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,7 +46,9 @@ def profile_ops(path: Path, texts: list[str], batch: int) -> dict:
         so.enable_profiling, so.profile_file_prefix = True, str(Path(tmp) / "profile")
         backend.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"],
                                                disabled_optimizers=DISABLED_OPTIMIZERS)
-        encoder = Encoder(Encoder.load("default").tokenizer, backend)
+        beside = path.parent / "tokenizer.model"  # the model's own tokenizer, else the shipped default's
+        tokenizer = Tokenizer(beside) if beside.exists() else Encoder.load("default").tokenizer
+        encoder = Encoder(tokenizer, backend)
         start = time.perf_counter()
         for s in range(0, len(texts), batch):
             encoder.embed(texts[s:s + batch], batch_size=batch)
@@ -100,7 +103,8 @@ def gemm_speed(ms: list[int], k: int = 512, n: int = 1024) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("model", nargs="?", default=str(ROOT / "lwx_edge/default_model/model.int8.onnx"))
+    ap.add_argument("model", nargs="?", default=str(ROOT / "lwx_edge/default_model/model.int8.onnx"),
+                    help="an ONNX model; its folder's tokenizer.model is used (else the shipped default's)")
     ap.add_argument("--texts", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "profile_onnx.json")

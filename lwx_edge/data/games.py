@@ -27,6 +27,7 @@ FreeDroid RPG (the everyday test source) and man pages are refused.
 """
 from __future__ import annotations
 
+import io
 import logging
 import re
 import sys
@@ -68,8 +69,6 @@ def parse_po(text: str, keep: Callable[[list[str]], bool] | None = None) -> Iter
     untranslated entries are skipped; a context is dropped; a plural entry gives its singular msgid and first
     form. With ``keep``, only entries whose source references (``#: ../npcs/a.txt:12`` -> "../npcs/a.txt:12")
     it accepts."""
-    import io
-
     from babel.messages.pofile import read_po
 
     text = _PO_DATES.sub("", text)  # babel parses the header's dates and fails on malformed ones
