@@ -491,14 +491,21 @@ class Trainer:
 
     def _transfer_vocabulary(self, state, config, theirs: Tokenizer) -> dict[str, np.ndarray]:
         """init_from with another tokenizer (``--tokenizer``): the token table moves to the new vocabulary
-        (:func:`lwx_edge.warmstart.transfer_vocabulary`), every other weight is kept."""
+        (:func:`lwx_edge.warmstart.transfer_vocabulary`; with a teacher, new pieces start from the teacher's
+        vectors of them), every other weight is kept."""
         from .warmstart import transfer_vocabulary
 
         self._check_architecture(config)
         mine = Tokenizer(self.cfg.tokenizer)
-        state["tok.weight"], copied = transfer_vocabulary(state["tok.weight"], theirs, mine)
+        vectors = None
+        if self.cfg.teacher != "none":
+            from .data.teacher import USETeacher, token_vectors
+
+            vectors = token_vectors(mine, USETeacher(self.cfg.threads))
+        state["tok.weight"], copied = transfer_vocabulary(state["tok.weight"], theirs, mine, vectors)
+        how = "the teacher's vectors of them, mapped" if vectors is not None else "the mean of their old pieces"
         self.log(f"vocabulary transfer from {self.cfg.init_from}: {copied:,} of {mine.vocab_size:,} pieces "
-                 "kept their row, the rest start as the mean of their old pieces")
+                 f"kept their row, the rest start from {how}")
         return state
 
     def _tokenizer(self, pairs, mono_texts) -> Path:

@@ -9,6 +9,7 @@ warm-start test checks that parity, so a change of the ONNX graph cannot silentl
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections import deque
 
@@ -17,6 +18,8 @@ import numpy as np
 from . import bundle as B
 from .errors import BundleError
 from .model import ModelConfig
+
+log = logging.getLogger(__name__)
 
 ONNX_INT8 = "model.int8.onnx"
 
@@ -100,11 +103,17 @@ def dequantize_onnx(path: str | os.PathLike) -> dict[str, np.ndarray]:
     return state
 
 
-def transfer_vocabulary(table: np.ndarray, old, new) -> tuple[np.ndarray, int]:
+def transfer_vocabulary(table: np.ndarray, old, new, piece_vectors: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, int]:
     """Fast vocabulary transfer (Gee et al. 2022): the token table for tokenizer ``new`` from ``table``, the
     table of tokenizer ``old``. A piece both vocabularies share keeps its row; any other piece gets the mean
     of the rows of its segmentation by ``old``, word-initial pieces ("▁dent") as the start of a word,
-    word-internal ones ("ist") inside one. Returns (table [new vocab, d], number of rows copied unchanged)."""
+    word-internal ones ("ist") inside one. Returns (table [new vocab, d], number of rows copied unchanged).
+
+    With ``piece_vectors`` (the teacher's vector of every piece of ``new`` read as a text, [new vocab, d_T]:
+    :func:`lwx_edge.data.teacher.token_vectors`) a new piece instead gets :func:`teacher_rows`: the row a
+    linear map fitted on the shared pieces gives its teacher vector, so a word the old vocabulary split
+    ("▁appointment") starts with what the teacher knows of it rather than the mean of its fragments."""
     import sentencepiece as spm
     from sentencepiece import sentencepiece_model_pb2
 
@@ -124,4 +133,58 @@ def transfer_vocabulary(table: np.ndarray, old, new) -> tuple[np.ndarray, int]:
         word_initial = piece.startswith("\u2581")
         ids = old.sp.encode(piece[1:]) if word_initial else inside.encode(piece)
         out[i] = table[ids].mean(axis=0) if ids else table[old.sp.unk_id()]
+    if piece_vectors is not None:
+        if len(piece_vectors) != new.vocab_size:
+            raise ValueError(f"piece_vectors must have one row per piece of the new vocabulary ({new.vocab_size}),"
+                             f" got {len(piece_vectors)}")
+        old_ids = np.array([old.piece_to_id(new.id_to_piece(i)) for i in range(new.vocab_size)])
+        shared = (old_ids != old.sp.unk_id()) | (np.arange(new.vocab_size) == new.sp.unk_id())
+        if shared.all():
+            return out, copied
+        out[~shared], r2 = teacher_rows(piece_vectors[shared], table[old_ids[shared]], piece_vectors[~shared])
+        log.info("vocabulary transfer: %d new rows from the teacher's vectors (map fitted on %d shared pieces, "
+                 "R² %.3f)", int((~shared).sum()), int(shared.sum()), r2)
     return out, copied
+
+
+def teacher_rows(known_vectors: np.ndarray, known_rows: np.ndarray, new_vectors: np.ndarray
+                 ) -> tuple[np.ndarray, float]:
+    """Rows for new pieces from their teacher vectors: the affine map ``row ≈ [t, 1]·W`` fitted by least
+    squares on the pieces whose trained row is known, applied to ``new_vectors``. Returns (rows [n, d],
+    R² of the fit on the known pieces: how much of the trained table the teacher's vectors explain)."""
+    x = np.c_[known_vectors.astype(np.float64), np.ones(len(known_vectors))]
+    y = known_rows.astype(np.float64)
+    w, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = ((y - x @ w) ** 2).sum()
+    r2 = 1.0 - resid / max(((y - y.mean(0)) ** 2).sum(), 1e-30)
+    rows = np.c_[new_vectors.astype(np.float64), np.ones(len(new_vectors))] @ w
+    return rows.astype(np.float32), float(r2)
+
+
+def transfer_bundle(source: str | os.PathLike, tokenizer: str | os.PathLike, out_dir: str | os.PathLike,
+                    teacher=None) -> dict:
+    """Write a training bundle at ``out_dir``: the encoder of ``source`` (``"default"``: the shipped model)
+    with its token table moved to ``tokenizer`` by :func:`transfer_vocabulary`; with a ``teacher``, new
+    pieces start from the teacher's vectors of them. No training: what a run with ``init_from`` and
+    ``--tokenizer`` starts from, as a bundle to evaluate, export or train on. Returns a summary."""
+    import torch
+
+    from .checkpoint import save_bundle
+    from .model import SentenceEncoder
+    from .tokenizer import Tokenizer
+
+    state, config, bundle = encoder_weights(source)
+    old, new = Tokenizer(bundle.file(B.TOKENIZER)), Tokenizer(tokenizer)
+    vectors = None
+    if teacher is not None:
+        from .data.teacher import token_vectors
+
+        vectors = token_vectors(new, teacher)
+    table, copied = transfer_vocabulary(state["tok.weight"], old, new, vectors)
+    summary = {"from": str(source), "from_sha256": bundle.sha256(B.TOKENIZER), "tokenizer": str(tokenizer),
+               "vocab_size": new.vocab_size, "rows_kept": copied, "new_rows": new.vocab_size - copied,
+               "new_rows_from": "teacher" if vectors is not None else "mean of old pieces"}
+    encoder = SentenceEncoder(config.__class__(**{**config.to_dict(), "vocab_size": new.vocab_size}))
+    encoder.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in {**state, "tok.weight": table}.items()})
+    save_bundle(encoder, tokenizer, out_dir, {"vocabulary_transfer": summary})
+    return {**summary, "out": str(out_dir)}

@@ -1,4 +1,5 @@
 """Warm start (``init_from``): the weights of a training bundle or of an exported int8 bundle, read back."""
+import json
 import shutil
 
 import numpy as np
@@ -90,3 +91,69 @@ def test_init_from_refuses_another_architecture_or_a_bundle_without_weights(tiny
     write_manifest(empty)
     with pytest.raises(BundleError, match="no weights to start from"):
         encoder_weights(empty)
+
+
+class _LinearTeacher:
+    """A stand-in teacher: a fixed random 8-d vector per text (seeded by the text)."""
+    name, dim = "fake-linear", 8
+
+    def encode(self, texts):
+        import zlib
+
+        return np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts]
+                        ).astype(np.float32)
+
+
+def _two_tokenizers(tiny_corpus, tmp_path):
+    from lwx_edge.tokenizer import Tokenizer, train_tokenizer
+
+    texts = [t for p in ("train_fr", "train_de") for line in tiny_corpus[p].read_text().splitlines()
+             for t in line.split("\t")]
+    big = train_tokenizer(texts, tmp_path / "big.model", vocab_size=260, progress=False)
+    return Tokenizer(tiny_corpus["tokenizer"]), Tokenizer(big)
+
+
+def test_new_pieces_start_from_the_teacher_through_the_map_fitted_on_shared_pieces(tiny_corpus, tmp_path):
+    from lwx_edge.data.teacher import token_vectors
+    from lwx_edge.warmstart import transfer_vocabulary
+
+    old, new = _two_tokenizers(tiny_corpus, tmp_path)
+    teacher = _LinearTeacher()
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(8, 32)), rng.normal(size=32)
+    old_table = (token_vectors(old, teacher) @ a + b).astype(np.float32)  # a table the teacher explains exactly
+    new_vectors = token_vectors(new, teacher)
+    table, copied = transfer_vocabulary(old_table, old, new, new_vectors)
+    shared = np.array([old.piece_to_id(new.id_to_piece(i)) != old.sp.unk_id() for i in range(new.vocab_size)])
+    shared[new.sp.unk_id()] = True
+    assert copied == shared.sum() and 0 < (~shared).sum() < new.vocab_size
+    assert np.allclose(table[~shared], new_vectors[~shared] @ a + b, atol=1e-3)  # the map is recovered
+    mean_table, _ = transfer_vocabulary(old_table, old, new)  # without vectors: the mean of old pieces
+    assert np.array_equal(mean_table[shared], table[shared])
+    assert not np.allclose(mean_table[~shared], table[~shared], atol=1e-2)
+    with pytest.raises(ValueError, match="one row per piece of the new vocabulary"):
+        transfer_vocabulary(old_table, old, new, new_vectors[:-1])
+
+
+def test_lwx_edge_transfer_writes_a_bundle_on_the_new_vocabulary(tiny_corpus, tmp_path):
+    from test_train import _cli
+
+    from lwx_edge import Encoder
+
+    train(tiny_config(tiny_corpus, tmp_path / "first", max_steps=2))
+    source = tmp_path / "first" / "bundle"
+    _, new = _two_tokenizers(tiny_corpus, tmp_path)
+    r = _cli(["transfer", str(source), "--tokenizer", str(new.model_path), "-o", str(tmp_path / "moved"),
+                "--teacher", "none"])
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["vocab_size"] == 260 and summary["rows_kept"] + summary["new_rows"] == 260
+    enc = Encoder.load(tmp_path / "moved", backend="torch")
+    assert enc.tokenizer.vocab_size == 260 and enc.embed(TEXTS).shape == (len(TEXTS), 32)
+    start, _, _ = encoder_weights(source)
+    moved, _, _ = encoder_weights(tmp_path / "moved")
+    assert moved["tok.weight"].shape == (260, 32)
+    assert np.array_equal(moved["blocks.1.fc2.weight"], start["blocks.1.fc2.weight"])  # only the table moves
+    bad = _cli(["transfer", str(source), "--tokenizer", str(new.model_path), "-o", str(tmp_path / "x"),
+                  "--teacher", "big"])
+    assert bad.returncode == 2 and "unknown teacher 'big'" in bad.stderr and not (tmp_path / "x").exists()

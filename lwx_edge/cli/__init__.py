@@ -7,11 +7,12 @@ import typer
 
 from .._logging import configure_cli_logging
 from ..errors import LwxError
-from . import data, embed, eval, export, fit, index, info, predict, search, train
+from . import data, embed, eval, export, fit, index, info, predict, search, train, transfer
 
-app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, index, info.",
+app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, transfer, export, embed, fit heads, predict, search, index, info.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.command("train")(train.train)
+app.command("transfer")(transfer.transfer)
 app.command("embed")(embed.embed)
 app.command("export")(export.export)
 app.command("fit")(fit.fit)
@@ -34,7 +35,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
-    """On-device multilingual sentence embeddings: train, export, embed, fit heads, predict, search, index, info."""
+    """On-device multilingual sentence embeddings: train, transfer, export, embed, fit heads, predict, search, index, info."""
     configure_cli_logging()  # progress and notes of the library: INFO to stderr, through tqdm
 
 

@@ -1,0 +1,33 @@
+"""``lwx-edge transfer``: a bundle's encoder moved to another tokenizer (vocabulary transfer), no training."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._options import threads_option
+
+
+def transfer(
+    bundle: Path = typer.Argument(..., help="Bundle to start from, or 'default' for the shipped model."),
+    tokenizer: Path = typer.Option(..., "--tokenizer", help="The new SentencePiece model (e.g. a larger "
+                                   "vocabulary from `lwx-edge data tokenizer --vocab-size N`)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory of the new training bundle (fp32 weights)."),
+    teacher: str = typer.Option("use", "--teacher", help="use: new pieces start from the teacher's vectors of "
+                                "them (mapped into the table); none: from the mean of their old pieces."),
+    threads: Optional[int] = threads_option(),
+) -> None:
+    """Write OUT: BUNDLE's encoder with its token table moved to TOKENIZER; pieces both know keep their row."""
+    from ..errors import LwxError
+    from ..warmstart import transfer_bundle
+
+    if teacher not in ("use", "none"):
+        raise LwxError(f"unknown teacher {teacher!r} (use 'use' or 'none')")
+    model = None
+    if teacher == "use":
+        from ..data.teacher import USETeacher
+
+        model = USETeacher(threads)
+    typer.echo(json.dumps(transfer_bundle(str(bundle), tokenizer, out, model), indent=2))
