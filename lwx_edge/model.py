@@ -28,6 +28,11 @@ class ModelConfig:
     dropout: float = 0.1
     layer_norm_eps: float = 1e-12
     pad_id: int = 0
+    table_bits: int = 8      # int8 artefacts store the token table in 8 bits; 4: on its 4-bit grid (groups of 32)
+
+    def __post_init__(self):
+        if self.table_bits not in (4, 8):
+            raise ValueError(f"table_bits must be 4 or 8, got {self.table_bits}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -39,6 +44,30 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"unknown model config keys: {sorted(unknown)}")
         return cls(**d)
+
+
+TABLE_GROUP = 32  # values per scale of a 4-bit token table
+
+
+def int4_grid(table: torch.Tensor, group: int = TABLE_GROUP) -> tuple[torch.Tensor, torch.Tensor]:
+    """The 4-bit form of a token table [V, d]: (q int8 [V, d] in [-7, 7], scales fp16 [V, d / group]),
+    symmetric per group of ``group`` values of a row. Rows are independent, so snapping gathered rows
+    (the encoder's forward with ``table_bits=4``) and storing the snapped table (the export) agree exactly;
+    ``q · scales`` (:func:`snap_to_int4`) is idempotent."""
+    rows, d = table.shape
+    if d % group:
+        raise ValueError(f"the table's width {d} is not a multiple of the 4-bit group {group}")
+    x = table.detach().float().reshape(rows, d // group, group)
+    scales = (x.abs().amax(-1) / 7).clamp(min=1e-8).half()
+    q = torch.round(x / scales.float().unsqueeze(-1)).clamp(-7, 7)
+    return q.to(torch.int8).reshape(rows, d), scales
+
+
+def snap_to_int4(table: torch.Tensor, group: int = TABLE_GROUP) -> torch.Tensor:
+    """``table`` rounded onto its 4-bit grid (fp32), see :func:`int4_grid`."""
+    q, scales = int4_grid(table, group)
+    rows, d = table.shape
+    return (q.float().reshape(rows, -1, group) * scales.float().unsqueeze(-1)).reshape(rows, d)
 
 
 class EncoderBlock(nn.Module):
@@ -95,7 +124,10 @@ class SentenceEncoder(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         batch, length = input_ids.shape
         mask = attention_mask.to(torch.float32)
-        x = self.emb_drop(self.emb_ln(self.tok(input_ids) + self.pos.weight[:length]))
+        tokens = self.tok(input_ids)
+        if self.config.table_bits == 4:  # the rows as the artefacts store them; gradients pass straight through
+            tokens = tokens + (snap_to_int4(tokens.reshape(-1, tokens.shape[-1])).view_as(tokens) - tokens).detach()
+        x = self.emb_drop(self.emb_ln(tokens + self.pos.weight[:length]))
         # additive key-padding bias, one row per (batch, head): [B*H, 1, T]
         bias = ((mask - 1.0) * 1e6).view(batch, 1, 1, length)
         bias = bias.expand(batch, self.config.n_heads, 1, length).reshape(-1, 1, length)

@@ -189,6 +189,8 @@ class TrainConfig:
         for key in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
             if getattr(m, key) < 1:
                 bad.append(f"model.{key} must be >= 1, got {getattr(m, key)}")
+        if m.table_bits not in (4, 8):
+            bad.append(f"model.table_bits must be 4 or 8, got {m.table_bits}")
         if m.n_heads >= 1 and m.d_model % m.n_heads:
             bad.append(f"model.d_model ({m.d_model}) must be divisible by model.n_heads ({m.n_heads})")
         if not 0 <= m.dropout < 1:
@@ -482,7 +484,7 @@ class Trainer:
         return state
 
     def _check_architecture(self, config) -> None:
-        mine = {k: v for k, v in self.cfg.model.to_dict().items() if k not in ("vocab_size", "dropout")}
+        mine = {k: v for k, v in self.cfg.model.to_dict().items() if k not in ("vocab_size", "dropout", "table_bits")}
         other = {k: v for k, v in config.to_dict().items() if k in mine}
         if mine != other:
             diff = {k: (mine[k], other[k]) for k in mine if mine[k] != other[k]}

@@ -89,9 +89,12 @@ def dequantize_onnx(path: str | os.PathLike) -> dict[str, np.ndarray]:
     state = {name: value.astype(np.float32) for name, value in init.items()
              if name.endswith((".bias", ".weight")) and value.dtype == np.float32}
     for table in ("tok", "pos"):
-        if f"{table}.weight_quantized" not in init:
+        if f"{table}.weight_quantized" in init:
+            state[f"{table}.weight"] = dequant(f"{table}.weight", axis=None)
+        elif table == "tok":
+            state["tok.weight"] = _int4_table(init, path)
+        else:
             raise BundleError(f"{path}: no 8-bit {table} embedding table; not an lwx-edge int8 export")
-        state[f"{table}.weight"] = dequant(f"{table}.weight", axis=None)
     for node in graph.node:
         if node.op_type != "MatMulInteger":
             continue
@@ -101,6 +104,20 @@ def dequantize_onnx(path: str | os.PathLike) -> dict[str, np.ndarray]:
         layer = bias_after(node)[: -len(".bias")]
         state[f"{layer}.weight"] = np.ascontiguousarray(dequant(weight[: -len("_quantized")], axis=1).T)
     return state
+
+
+def _int4_table(init: dict[str, np.ndarray], path) -> np.ndarray:
+    """The token table of a ``table_bits=4`` export (:class:`lwx_edge.export.graph.Int4Embedding`): its one
+    uint8 [V, d/2] and one float16 [V, d/32] initializer, unpacked."""
+    mine = [a for name, a in init.items() if a.ndim == 2 and not name.endswith("_quantized")]  # not ORT's int8
+    packed = [a for a in mine if a.dtype == np.uint8]
+    scales = [a for a in mine if a.dtype == np.float16]
+    if len(packed) != 1 or len(scales) != 1 or len(packed[0]) != len(scales[0]):
+        raise BundleError(f"{path}: no 8-bit and no 4-bit token table; not an lwx-edge int8 export")
+    p, s = packed[0].astype(np.float32), scales[0].astype(np.float32)
+    q = np.concatenate([np.floor(p / 16), p % 16], axis=1) - 8
+    rows, d = q.shape
+    return (q.reshape(rows, s.shape[1], -1) * s[:, :, None]).reshape(rows, d)
 
 
 def transfer_vocabulary(table: np.ndarray, old, new, piece_vectors: np.ndarray | None = None
@@ -162,11 +179,13 @@ def teacher_rows(known_vectors: np.ndarray, known_rows: np.ndarray, new_vectors:
 
 
 def transfer_bundle(source: str | os.PathLike, tokenizer: str | os.PathLike, out_dir: str | os.PathLike,
-                    teacher=None) -> dict:
+                    teacher=None, table_bits: int | None = None) -> dict:
     """Write a training bundle at ``out_dir``: the encoder of ``source`` (``"default"``: the shipped model)
     with its token table moved to ``tokenizer`` by :func:`transfer_vocabulary`; with a ``teacher``, new
     pieces start from the teacher's vectors of them. No training: what a run with ``init_from`` and
-    ``--tokenizer`` starts from, as a bundle to evaluate, export or train on. Returns a summary."""
+    ``--tokenizer`` starts from, as a bundle to evaluate, export or train on. ``table_bits`` (default: the
+    source's) 4: the encoder reads its table on the 4-bit grid its artefacts then store (a large vocabulary
+    at half the size). Returns a summary."""
     import torch
 
     from .checkpoint import save_bundle
@@ -184,7 +203,9 @@ def transfer_bundle(source: str | os.PathLike, tokenizer: str | os.PathLike, out
     summary = {"from": str(source), "from_sha256": bundle.sha256(B.TOKENIZER), "tokenizer": str(tokenizer),
                "vocab_size": new.vocab_size, "rows_kept": copied, "new_rows": new.vocab_size - copied,
                "new_rows_from": "teacher" if vectors is not None else "mean of old pieces"}
-    encoder = SentenceEncoder(config.__class__(**{**config.to_dict(), "vocab_size": new.vocab_size}))
+    bits = config.table_bits if table_bits is None else table_bits
+    encoder = SentenceEncoder(ModelConfig(**{**config.to_dict(), "vocab_size": new.vocab_size, "table_bits": bits}))
     encoder.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in {**state, "tok.weight": table}.items()})
+    summary["table_bits"] = bits
     save_bundle(encoder, tokenizer, out_dir, {"vocabulary_transfer": summary})
     return {**summary, "out": str(out_dir)}

@@ -460,3 +460,50 @@ def test_cli_errors_are_clear(source_bundle, tmp_path):
     assert r.returncode == 2 and "parity check failed" in r.stderr and "Traceback" not in r.stderr
     assert "FAIL" in r.stdout
     assert not (tmp_path / "o").exists()
+
+
+def test_a_4bit_token_table_exports_exactly_and_reads_back(tiny_tokenizer, tmp_path):
+    from lwx_edge.model import snap_to_int4
+    from lwx_edge.warmstart import dequantize_onnx
+
+    torch.manual_seed(1)
+    enc = SentenceEncoder(ModelConfig(vocab_size=300, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN,
+                                      table_bits=4)).eval()
+    d = save_bundle(enc, tiny_tokenizer, tmp_path / "b4", {})
+    report = export_bundle(d, formats=FORMATS, int8=True)
+    for name, e in report["artifacts"].items():
+        assert e["passed"] and e["cos_mean"] >= 0.999 and e["cos_min"] >= 0.99, (name, e)
+    table = snap_to_int4(enc.tok.weight).numpy()  # what the encoder reads
+    back = dequantize_onnx(d / "model.int8.onnx")["tok.weight"]
+    assert np.array_equal(back, table)  # the 4-bit table is stored exactly
+    # 4 bits a value: the weights take less room than with the same model's 8-bit table (a tiny model's
+    # file is mostly node metadata, so the initializers are compared)
+    enc8 = SentenceEncoder(ModelConfig(**{**enc.config.to_dict(), "table_bits": 8})).eval()
+    enc8.load_state_dict(enc.state_dict())
+    d8 = save_bundle(enc8, tiny_tokenizer, tmp_path / "b8", {})
+    export_bundle(d8, formats=("onnx",), int8=True)
+
+    def weight_bytes(path):
+        import onnx
+        from onnx import numpy_helper
+
+        return sum(numpy_helper.to_array(t).nbytes for t in onnx.load(str(path)).graph.initializer)
+
+    smaller = weight_bytes(d8 / "model.int8.onnx") - weight_bytes(d / "model.int8.onnx")
+    assert 300 * 64 * 0.4 < smaller < 300 * 64 * 0.5  # half the 8-bit table's 19.2 kB, less the fp16 scales
+
+
+def test_the_fp32_artefact_of_a_4bit_table_holds_the_rows_as_floats(tiny_tokenizer, tmp_path):
+    from lwx_edge.export.graph import ExportEncoder, Int4Embedding
+    from lwx_edge.model import snap_to_int4
+
+    torch.manual_seed(2)
+    enc = SentenceEncoder(ModelConfig(vocab_size=300, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN,
+                                      table_bits=4)).eval()
+    fp32, packed = ExportEncoder(enc, MAX_LEN), ExportEncoder(enc, MAX_LEN, packed_table=True)
+    assert isinstance(packed.tok, Int4Embedding) and isinstance(fp32.tok, torch.nn.Embedding)
+    assert torch.equal(fp32.tok.weight, snap_to_int4(enc.tok.weight))
+    ids, mask = (torch.from_numpy(a) for a in random_batch(3, 9))
+    with torch.no_grad():
+        want = enc(ids, mask)
+        assert torch.allclose(fp32(ids, mask), want, atol=1e-5) and torch.allclose(packed(ids, mask), want, atol=1e-5)

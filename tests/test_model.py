@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from lwx_edge.model import DualEncoderModel, ModelConfig, SentenceEncoder
@@ -105,3 +106,30 @@ def test_center_output_removes_the_mean_and_keeps_the_distillation_projection():
     after_u = model.encoder(ids, mask)
     assert torch.allclose(after_u, before_u - c, atol=1e-4) and after_u.mean(0).abs().max() < 1e-4
     assert torch.allclose(model.distill_proj(after_u), before_g, atol=1e-3)
+
+
+def test_the_4bit_table_grid_is_idempotent_and_close():
+    from lwx_edge.model import int4_grid, snap_to_int4
+
+    table = torch.randn(50, 64)
+    snapped = snap_to_int4(table)
+    assert torch.equal(snap_to_int4(snapped), snapped)  # on the grid: back bit for bit
+    q, scales = int4_grid(table)
+    assert q.dtype == torch.int8 and int(q.abs().max()) == 7 and scales.shape == (50, 2)
+    assert scales.dtype == torch.float16
+    cos = torch.nn.functional.cosine_similarity(snapped, table, dim=1)
+    assert cos.min() > 0.97  # 15 levels per group of 32
+    with pytest.raises(ValueError, match="not a multiple of the 4-bit group 32"):
+        int4_grid(torch.randn(3, 48))
+    with pytest.raises(ValueError, match="table_bits must be 4 or 8"):
+        ModelConfig(table_bits=2)
+    cfg = ModelConfig(vocab_size=50, d_model=64, n_heads=4, d_ff=64, table_bits=4, dropout=0.0)
+    enc4 = SentenceEncoder(cfg)
+    enc8 = SentenceEncoder(ModelConfig(**{**cfg.to_dict(), "table_bits": 8}))
+    enc8.load_state_dict(enc4.state_dict())
+    ids, mask = torch.randint(3, 50, (4, 6)), torch.ones(4, 6, dtype=torch.long)
+    with torch.no_grad():
+        enc8.tok.weight.copy_(snap_to_int4(enc8.tok.weight))
+    assert torch.allclose(enc4(ids, mask), enc8(ids, mask), atol=1e-6)  # it reads the table on the grid
+    enc4(ids, mask).sum().backward()
+    assert enc4.tok.weight.grad[ids.flatten()].abs().sum() > 0  # and still learns it (straight through)

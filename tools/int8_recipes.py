@@ -100,7 +100,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     model = SentenceEncoder(config).eval()
     model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
     fp32 = work / "model.onnx"
-    export_onnx(model, fp32, max_len=config.max_len)
+    export_onnx(model, fp32, max_len=config.max_len, packed_table=True)  # a 4-bit token table stays 4-bit: recipes differ in the layers
     pre = work / "model.pre.onnx"
     quant_pre_process(str(fp32), str(pre), skip_symbolic_shape=True)
     encoder = Encoder.load(args.bundle, backend="torch", threads=args.threads)

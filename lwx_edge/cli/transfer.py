@@ -17,6 +17,8 @@ def transfer(
     out: Path = typer.Option(..., "--out", "-o", help="Directory of the new training bundle (fp32 weights)."),
     teacher: str = typer.Option("use", "--teacher", help="use: new pieces start from the teacher's vectors of "
                                 "them (mapped into the table); none: from the mean of their old pieces."),
+    table_bits: Optional[int] = typer.Option(None, "--table-bits", help="4: keep the token table on a 4-bit "
+                                             "grid, stored so in the artefacts (half the size); default: BUNDLE's."),
     threads: Optional[int] = threads_option(),
 ) -> None:
     """Write OUT: BUNDLE's encoder with its token table moved to TOKENIZER; pieces both know keep their row."""
@@ -25,9 +27,11 @@ def transfer(
 
     if teacher not in ("use", "none"):
         raise LwxError(f"unknown teacher {teacher!r} (use 'use' or 'none')")
+    if table_bits not in (None, 4, 8):
+        raise LwxError(f"--table-bits must be 4 or 8, got {table_bits}")
     model = None
     if teacher == "use":
         from ..data.teacher import USETeacher
 
         model = USETeacher(threads)
-    typer.echo(json.dumps(transfer_bundle(str(bundle), tokenizer, out, model), indent=2))
+    typer.echo(json.dumps(transfer_bundle(str(bundle), tokenizer, out, model, table_bits), indent=2))

@@ -54,7 +54,7 @@ def export_pte(encoder, path: str | os.PathLike, *, int8: bool, max_batch: int, 
 
     t0 = time.perf_counter()
     cfg = encoder.config
-    model = ExportEncoder(encoder, max_len)
+    model = ExportEncoder(encoder, max_len, packed_table=int8)
     example = example_inputs(cfg.vocab_size, max_batch, max_len)
     shapes = dynamic_shapes(max_batch, max_len)
     with torch.no_grad():

@@ -5,6 +5,8 @@ with one change: positions are looked up with ``pos(arange(T))`` (an embedding g
 ``pos.weight[:T]``. A gather is what the 8-bit embedding quantizers (ExecuTorch ``embedding_byte``, ORT
 ``Gather`` quantization) act on, so the int8 artefacts store the position table in 8 bits as well
 (-0.3 MB at d=512, 200 positions). The position table is cut to the exported ``max_len``.
+A ``table_bits=4`` token table is exported as the rows the encoder reads: 4-bit packed
+(:class:`Int4Embedding`, ``packed_table=True``: the int8 artefacts) or as floats (the fp32 artefacts).
 The parity report compares every artefact against the unmodified eager ``SentenceEncoder``.
 """
 from __future__ import annotations
@@ -14,11 +16,13 @@ import copy
 import torch
 from torch import nn
 
+from ..model import TABLE_GROUP, int4_grid, snap_to_int4
+
 
 class ExportEncoder(nn.Module):
     """input_ids int64 [B, T], attention_mask int64 [B, T] (1 = token) -> sentence_embedding float32 [B, d]."""
 
-    def __init__(self, encoder: nn.Module, max_len: int):
+    def __init__(self, encoder: nn.Module, max_len: int, packed_table: bool = False):
         super().__init__()
         enc = copy.deepcopy(encoder).eval()
         cfg = enc.config
@@ -26,8 +30,14 @@ class ExportEncoder(nn.Module):
             raise ValueError(f"max_len must be in [1, {cfg.max_len}], got {max_len}")
         self.n_heads = cfg.n_heads
         self.max_len = max_len
-        self.tok = enc.tok
-        self.tok.padding_idx = None  # docs/EXPORT.md §8, pitfall 5: a padding_idx breaks the embedding_byte fusion
+        if cfg.table_bits == 4:  # the rows the encoder reads: 4-bit packed (int8 artefacts) or as floats (fp32)
+            if packed_table:
+                self.tok = Int4Embedding(enc.tok.weight)
+            else:
+                self.tok = nn.Embedding.from_pretrained(snap_to_int4(enc.tok.weight), freeze=True)
+        else:
+            self.tok = enc.tok
+            self.tok.padding_idx = None  # docs/EXPORT.md §8, pitfall 5: a padding_idx breaks the embedding_byte fusion
         self.pos = nn.Embedding(max_len, cfg.d_model)
         with torch.no_grad():
             self.pos.weight.copy_(enc.pos.weight[:max_len])
@@ -46,6 +56,33 @@ class ExportEncoder(nn.Module):
             x = block(x, bias)
         summed = torch.bmm(mask.view(batch, 1, length), x).view(batch, -1)
         return summed / mask.sum(1, keepdim=True).clamp(min=1.0)
+
+
+class Int4Embedding(nn.Module):
+    """A token table stored in 4 bits (``table_bits=4``): one byte holds value j of a row in its high nibble
+    and value j + d/2 in its low one (``packed`` uint8 [V, d/2], each nibble q + 8 with q in [-7, 7]), and one
+    fp16 scale covers 32 values (``scales`` [V, d/32]). Looked up with a gather and unpacked with float
+    arithmetic on [B·T, ...] views (one dynamic dimension: what XNNPACK's reshapes accept), so ONNX and
+    ExecuTorch run it as it is and the int8 quantizers leave it alone (no fp32 table to quantize). For a table
+    on its grid (:func:`lwx_edge.model.snap_to_int4`) the rows come back exactly."""
+
+    def __init__(self, table: torch.Tensor):
+        super().__init__()
+        q, scales = int4_grid(table)
+        nibbles = (q.to(torch.int16) + 8).to(torch.uint8)
+        half = nibbles.shape[1] // 2
+        self.register_buffer("packed", nibbles[:, :half] * 16 + nibbles[:, half:])
+        self.register_buffer("scales", scales)
+        self.group, self.dim = TABLE_GROUP, int(table.shape[1])
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        flat = ids.reshape(-1)
+        p = self.packed[flat].to(torch.float32)                          # [N, d/2]
+        high = torch.floor(p / 16.0)
+        q = torch.cat((high, p - 16.0 * high), dim=1) - 8.0             # [N, d]
+        s = self.scales[flat].to(torch.float32).view(-1, self.dim // self.group, 1)
+        x = q.view(-1, self.dim // self.group, self.group) * s           # [N, d/32, 32]
+        return x.view(ids.shape[0], -1, self.dim)
 
 
 def example_inputs(vocab_size: int, max_batch: int, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:

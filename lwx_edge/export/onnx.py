@@ -35,7 +35,7 @@ def export(encoder, path: Path, *, int8: bool, max_batch: int, max_len: int, wor
     precision = "int8" if int8 else "fp32"
     say(f"exporting {path.name}: ONNX {precision} (dynamo, opset 18), dynamic batch, seq 1..{max_len}")
     fp32_path = work / "model.fp32.onnx" if int8 else path
-    facts = export_onnx(encoder, fp32_path, max_len=max_len)
+    facts = export_onnx(encoder, fp32_path, max_len=max_len, packed_table=int8)
     if int8:
         facts.update(quantize(fp32_path, path, work))
         fp32_path.unlink()
@@ -43,15 +43,16 @@ def export(encoder, path: Path, *, int8: bool, max_batch: int, max_len: int, wor
     return facts
 
 
-def export_onnx(encoder, path: str | os.PathLike, *, max_len: int) -> dict:
-    """Export ``encoder`` (a SentenceEncoder) to an fp32 ONNX file at ``path``."""
+def export_onnx(encoder, path: str | os.PathLike, *, max_len: int, packed_table: bool = False) -> dict:
+    """Export ``encoder`` (a SentenceEncoder) to an fp32 ONNX file at ``path`` (``packed_table``: a ``table_bits=4``
+    token table in its 4-bit form, as the int8 artefact stores it; see :class:`ExportEncoder`)."""
     import torch
 
     from .graph import ExportEncoder, dynamic_shapes, example_inputs
 
     t0 = time.perf_counter()
     cfg = encoder.config
-    model = ExportEncoder(encoder, max_len)
+    model = ExportEncoder(encoder, max_len, packed_table)
     example = example_inputs(cfg.vocab_size, 2, max_len)
     with torch.no_grad():
         program = torch.onnx.export(
