@@ -127,6 +127,15 @@ def _training(training: dict, cfg: dict) -> list[str]:
     if cfg.get("init_from"):
         out[-1] += (f" This run continued from `{cfg['init_from']}` (`init_from`): its steps come on top of that "
                     "model's training; the repository's README lists every stage.")
+    moved = training.get("vocabulary_transfer")
+    if isinstance(moved, dict):
+        out += ["", f"Then moved to a vocabulary of {_n(moved.get('vocab_size'))} pieces without training "
+                f"(`lwx-edge transfer`): {_n(moved.get('rows_kept'))} pieces kept their row, "
+                f"{_n(moved.get('new_rows'))} new ones start from "
+                + ("the teacher's vectors of them, mapped into the table" if moved.get("new_rows_from") == "teacher"
+                   else str(moved.get("new_rows_from", "?")))
+                + (f"; the token table is stored in {moved['table_bits']} bits" if moved.get("table_bits") == 4 else "")
+                + "."]
     return out + [""]
 
 

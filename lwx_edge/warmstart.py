@@ -207,5 +207,6 @@ def transfer_bundle(source: str | os.PathLike, tokenizer: str | os.PathLike, out
     encoder = SentenceEncoder(ModelConfig(**{**config.to_dict(), "vocab_size": new.vocab_size, "table_bits": bits}))
     encoder.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in {**state, "tok.weight": table}.items()})
     summary["table_bits"] = bits
-    save_bundle(encoder, tokenizer, out_dir, {"vocabulary_transfer": summary})
+    record = {**bundle.manifest.get("training", {}), "vocabulary_transfer": summary}  # how the source was trained
+    save_bundle(encoder, tokenizer, out_dir, record)
     return {**summary, "out": str(out_dir)}

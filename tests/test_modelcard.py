@@ -23,7 +23,12 @@ def test_the_default_models_card_quotes_its_shipped_evaluation():
     assert "model.int8.onnx" in card and "**Weaknesses**" in card
     # the vocabulary the model has (its tokenizer's), not the size a run would have trained a tokenizer to
     vocab = json.loads((DEFAULT_MODEL / "config.json").read_text())["model"]["vocab_size"]
-    assert f"SentencePiece vocabulary {vocab:,}." in card
+    assert f"SentencePiece vocabulary of {vocab:,} pieces" in card
+    training = json.loads((DEFAULT_MODEL / "manifest.json").read_text())["training"]
+    if "vocabulary_transfer" in training:  # trained on a smaller vocabulary, then moved to this one
+        assert f"Then moved to a vocabulary of {vocab:,} pieces without training" in card
+    else:
+        assert f"SentencePiece vocabulary {vocab:,}." in card
 
 
 def test_strengths_and_weaknesses_follow_the_gap_to_the_teacher(tmp_path):

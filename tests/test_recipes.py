@@ -43,14 +43,17 @@ GPU = REPO / "recipes" / "gpu-24k.json"
 
 def test_the_default_recipe_and_its_gpu_overlay_are_the_ones_the_shipped_model_was_trained_with():
     """The shipped default is one run of the README recipe with recipes/gpu-24k.json over it (an H100, the
-    everyday 24k tokenizer, batch 512, 600 s)."""
-    shipped = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]["config"]
+    everyday 24k tokenizer, batch 512, 600 s), then moved to the 48k vocabulary (``lwx-edge transfer``)."""
+    training = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
+    assert training["vocabulary_transfer"]["vocab_size"] == 48000
+    shipped = training["config"]
     recipe = TrainConfig.from_files([DEFAULT, GPU]).to_dict()
     for key in ("out_dir", "teacher_workers"):  # where it wrote, and how the teacher cache was filled
         shipped.pop(key), recipe.pop(key)
-    assert {k: recipe[k] for k in shipped} == shipped
-    defaults = TrainConfig().to_dict()  # fields added since then keep their defaults
-    assert {k: recipe[k] for k in set(recipe) - set(shipped)} == {k: defaults[k] for k in set(recipe) - set(shipped)}
+    defaults = TrainConfig().to_dict()  # fields added since then keep their defaults, in the model section too
+    for have, want, default in ((recipe.pop("model"), shipped.pop("model"), defaults.pop("model")), (recipe, shipped, defaults)):
+        assert {k: have[k] for k in want} == want
+        assert {k: have[k] for k in set(have) - set(want)} == {k: default[k] for k in set(have) - set(want)}
     assert recipe["init_from"] is None and recipe["device"] == "cuda"
 
 

@@ -154,6 +154,11 @@ def test_lwx_edge_transfer_writes_a_bundle_on_the_new_vocabulary(tiny_corpus, tm
     moved, _, _ = encoder_weights(tmp_path / "moved")
     assert moved["tok.weight"].shape == (260, 32)
     assert np.array_equal(moved["blocks.1.fc2.weight"], start["blocks.1.fc2.weight"])  # only the table moves
+    record = json.loads((tmp_path / "moved" / "manifest.json").read_text())["training"]
+    assert record["step"] == 2 and record["vocabulary_transfer"]["new_rows_from"] == "mean of old pieces"
+    from lwx_edge.modelcard import model_card
+
+    assert "Then moved to a vocabulary of 260 pieces without training" in model_card(tmp_path / "moved")
     bad = _cli(["transfer", str(source), "--tokenizer", str(new.model_path), "-o", str(tmp_path / "x"),
                   "--teacher", "big"])
     assert bad.returncode == 2 and "unknown teacher 'big'" in bad.stderr and not (tmp_path / "x").exists()
