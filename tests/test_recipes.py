@@ -119,6 +119,7 @@ def test_the_next_gpu_recipes_continue_the_default_with_the_new_data():
     for cfg in (lex, words):
         cfg.validate()
         assert cfg.init_from == "lwx_edge/default_model" and cfg.device == "cuda" and cfg.max_time == 1200
+        assert cfg.model.table_bits == 4  # the default's 48k table stays 4-bit: 8 bits would be over 20 MB
         assert cfg.corpus == base.corpus + ["data/corpus/lexicon", "data/corpus/games", "data/corpus/games-extra"]
     assert lex.mono == base.mono and words.mono == base.mono + ["data/corpus/words"]
     diff = {k for k, v in words.to_dict().items() if lex.to_dict()[k] != v}
