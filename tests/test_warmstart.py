@@ -162,3 +162,25 @@ def test_lwx_edge_transfer_writes_a_bundle_on_the_new_vocabulary(tiny_corpus, tm
     bad = _cli(["transfer", str(source), "--tokenizer", str(new.model_path), "-o", str(tmp_path / "x"),
                   "--teacher", "big"])
     assert bad.returncode == 2 and "unknown teacher 'big'" in bad.stderr and not (tmp_path / "x").exists()
+
+
+def test_training_from_a_bundle_with_a_new_tokenizer_starts_new_pieces_from_the_teacher(tiny_corpus, tmp_path,
+                                                                                       monkeypatch):
+    import lwx_edge.data.teacher as teacher_mod
+    from lwx_edge.data.teacher import token_vectors
+    from lwx_edge.train import LossWeights
+    from lwx_edge.warmstart import transfer_vocabulary
+
+    train(tiny_config(tiny_corpus, tmp_path / "first", max_steps=2))
+    source = tmp_path / "first" / "bundle"
+    old, new = _two_tokenizers(tiny_corpus, tmp_path)
+    monkeypatch.setattr(teacher_mod, "USETeacher", lambda threads=None: _LinearTeacher())
+    cfg = tiny_config(tiny_corpus, tmp_path / "second", max_steps=2, init_from=str(source),
+                      tokenizer=str(new.model_path), teacher="use",
+                      weights=LossWeights(kd=0, mono=0))  # a teacher for the transfer, no distillation
+    table = Trainer(cfg).model.encoder.state_dict()["tok.weight"].numpy()
+    start, _, _ = encoder_weights(source)
+    want, _ = transfer_vocabulary(start["tok.weight"], old, new, token_vectors(new, _LinearTeacher()))
+    assert np.allclose(table, want, atol=1e-6)
+    mean, _ = transfer_vocabulary(start["tok.weight"], old, new)
+    assert not np.allclose(table, mean, atol=1e-3)
