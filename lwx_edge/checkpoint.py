@@ -84,12 +84,22 @@ def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
     return {"state": state, "param_groups": meta["param_groups"]}
 
 
+TIED = ("model/generative_head.token_table.", "model/generative_head.table_proj.")
+
+
+def _tied(model_state: dict) -> dict:
+    """The generative head's entries that are the encoder's token table and ``tok_proj``."""
+    return {f"generative_head.{head}.{k.rsplit('.', 1)[1]}": v for k, v in model_state.items()
+            for enc, head in (("encoder.tok.", "token_table"), ("encoder.tok_proj.", "table_proj"))
+            if k.startswith(enc)}
+
+
 def save_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     meta: dict) -> None:
     """Save model and optimizer state plus ``meta`` into the checkpoint directory ``path``."""
     tensors = {f"model/{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    # the tied generative head shares the token table: store it once
-    tensors = {k: v for k, v in tensors.items() if k != "model/generative_head.token_table.weight"}
+    # the tied generative head shares the token table (and a factorised table's map): store them once
+    tensors = {k: v for k, v in tensors.items() if not k.startswith(TIED)}
     opt_tensors, opt_meta = _flatten_optimizer(optimizer)
     tensors.update(opt_tensors)
     tensors["rng/torch"] = torch.get_rng_state()
@@ -112,7 +122,7 @@ def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: 
         raise BundleError(f"{path}: checkpoint state.json is damaged (expected step, elapsed, best, optimizer)")
     model_state = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
     try:
-        model_state["generative_head.token_table.weight"] = model_state["encoder.tok.weight"]
+        model_state.update(_tied(model_state))
         model.load_state_dict(model_state)
     except (KeyError, RuntimeError) as e:
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__

@@ -29,10 +29,20 @@ class ModelConfig:
     layer_norm_eps: float = 1e-12
     pad_id: int = 0
     table_bits: int = 8      # int8 artefacts store the token table in 8 bits; 4: on its 4-bit grid (groups of 32)
+    table_rank: int = 0      # 0: token rows of width d_model; r: rows of width r, then a learned r -> d_model map
 
     def __post_init__(self):
         if self.table_bits not in (4, 8):
             raise ValueError(f"table_bits must be 4 or 8, got {self.table_bits}")
+        if not 0 <= self.table_rank < self.d_model:
+            raise ValueError(f"table_rank must be 0 (full width) or in [1, {self.d_model - 1}], got {self.table_rank}")
+        if self.table_bits == 4 and self.table_width % TABLE_GROUP:
+            raise ValueError(f"a 4-bit token table needs a width divisible by {TABLE_GROUP}, got {self.table_width}")
+
+    @property
+    def table_width(self) -> int:
+        """Width of a stored token row: ``table_rank`` when set, else ``d_model``."""
+        return self.table_rank or self.d_model
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -68,6 +78,24 @@ def snap_to_int4(table: torch.Tensor, group: int = TABLE_GROUP) -> torch.Tensor:
     q, scales = int4_grid(table, group)
     rows, d = table.shape
     return (q.float().reshape(rows, -1, group) * scales.float().unsqueeze(-1)).reshape(rows, d)
+
+
+def factorize_table(table: torch.Tensor, rank: int, weights: torch.Tensor | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """The best rank-``rank`` form of a token table [V, d] in weighted least squares: ``table ≈ rows · proj +
+    mean`` with rows [V, r], proj [r, d] (orthonormal rows: the top right singular vectors of the centred table,
+    each row scaled by its weight) and mean [d] (the weighted mean row). Weighting rows by how often their piece
+    occurs (e.g. the square root of its count) spends the rank on the rows text is made of. Returns (rows,
+    proj, mean, share of the weighted centred energy kept)."""
+    t = table.detach().double()
+    w = torch.ones(len(t), dtype=torch.float64) if weights is None else weights.detach().double().clamp(min=0)
+    if w.shape != (len(t),) or not w.sum() > 0:
+        raise ValueError(f"weights must be {len(t)} non-negative numbers, not all zero")
+    mean = (t * w[:, None]).sum(0) / w.sum()
+    _, s, vh = torch.linalg.svd((t - mean) * w[:, None], full_matrices=False)
+    proj = vh[:rank]
+    kept = float((s[:rank] ** 2).sum() / (s ** 2).sum().clamp(min=1e-30))
+    return ((t - mean) @ proj.T).float(), proj.float(), mean.float(), kept
 
 
 class EncoderBlock(nn.Module):
@@ -115,7 +143,9 @@ class SentenceEncoder(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.tok = nn.Embedding(config.vocab_size, config.d_model)
+        self.tok = nn.Embedding(config.vocab_size, config.table_width)
+        # a factorised table (table_rank r): token vector = tok_proj(row), one [r -> d] map for all pieces
+        self.tok_proj = nn.Linear(config.table_rank, config.d_model) if config.table_rank else None
         self.pos = nn.Embedding(config.max_len, config.d_model)
         self.emb_ln = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.emb_drop = nn.Dropout(config.dropout)
@@ -124,10 +154,7 @@ class SentenceEncoder(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         batch, length = input_ids.shape
         mask = attention_mask.to(torch.float32)
-        tokens = self.tok(input_ids)
-        if self.config.table_bits == 4:  # the rows as the artefacts store them; gradients pass straight through
-            tokens = tokens + (snap_to_int4(tokens.reshape(-1, tokens.shape[-1])).view_as(tokens) - tokens).detach()
-        x = self.emb_drop(self.emb_ln(tokens + self.pos.weight[:length]))
+        x = self.emb_drop(self.emb_ln(self.token_vectors(input_ids) + self.pos.weight[:length]))
         # additive key-padding bias, one row per (batch, head): [B*H, 1, T]
         bias = ((mask - 1.0) * 1e6).view(batch, 1, 1, length)
         bias = bias.expand(batch, self.config.n_heads, 1, length).reshape(-1, 1, length)
@@ -135,6 +162,50 @@ class SentenceEncoder(nn.Module):
             x = block(x, bias)
         summed = torch.bmm(mask.view(batch, 1, length), x).view(batch, -1)
         return summed / mask.sum(1, keepdim=True).clamp(min=1.0)
+
+    def token_vectors(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """[B, T] ids -> [B, T, d] token vectors: the table's rows as the artefacts store them (on the 4-bit
+        grid with ``table_bits=4``, gradients passing straight through), through ``tok_proj`` when factorised."""
+        rows = self.tok(input_ids)
+        if self.config.table_bits == 4:
+            rows = rows + (snap_to_int4(rows.reshape(-1, rows.shape[-1])).view_as(rows) - rows).detach()
+        return rows if self.tok_proj is None else self.tok_proj(rows)
+
+    @torch.no_grad()
+    def set_token_table(self, table: torch.Tensor, weights: torch.Tensor | None = None) -> float:
+        """Store a full-width table [vocab, d]: as it is, or for ``table_rank`` r as its best rank-r form
+        (:func:`factorize_table`, rows weighted by ``weights``). Returns the share of the (weighted, centred)
+        table's energy kept (1.0 at full width)."""
+        want = (self.config.vocab_size, self.config.d_model)
+        if tuple(table.shape) != want:
+            raise ValueError(f"a token table must be [vocab, d_model] = {list(want)}; got {list(table.shape)}")
+        if self.tok_proj is None:
+            self.tok.weight.copy_(table)
+            return 1.0
+        rows, proj, mean, kept = factorize_table(table, self.config.table_rank, weights)
+        self.tok.weight.copy_(rows)
+        self.tok_proj.weight.copy_(proj.T)
+        self.tok_proj.bias.copy_(mean)
+        return kept
+
+    @torch.no_grad()
+    def load_weights(self, state: dict, weights: torch.Tensor | None = None) -> float:
+        """Load an encoder state dict whose token table may have another form than this config's (full width or
+        another ``table_rank``): the table is then rebuilt at full width and stored by :meth:`set_token_table`
+        (``weights`` per row). Returns the share of the table's energy kept (1.0 when it loads as it is)."""
+        state = {k: torch.as_tensor(v) for k, v in state.items()}
+        mine = {k for k in self.state_dict() if k.startswith(("tok.", "tok_proj."))}
+        theirs = {k for k in state if k.startswith(("tok.", "tok_proj."))}
+        if mine == theirs and state["tok.weight"].shape == self.tok.weight.shape:
+            self.load_state_dict(state)
+            return 1.0
+        rows = state.pop("tok.weight")
+        proj, mean = state.pop("tok_proj.weight", None), state.pop("tok_proj.bias", None)
+        missing, unexpected = self.load_state_dict(state, strict=False)
+        if unexpected or set(missing) != mine:
+            raise RuntimeError(f"encoder weights do not fit: missing {sorted(set(missing) - mine)}, "
+                               f"unexpected {sorted(unexpected)}")
+        return self.set_token_table(rows if proj is None else rows @ proj.T + mean, weights)
 
     @torch.no_grad()
     def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.5) -> None:
@@ -153,7 +224,7 @@ class SentenceEncoder(nn.Module):
             raise ValueError(f"token vectors must be [vocab, d_model] = {list(want)}; got {list(vectors.shape)}")
         v = vectors.to(self.tok.weight.dtype)
         rms = v.pow(2).mean(1, keepdim=True).sqrt().clamp(min=1e-12)
-        self.tok.weight.copy_(v / rms)
+        self.set_token_table(v / rms)
         self.pos.weight.zero_()
         for block in self.blocks:
             for layer in (block.out, block.fc2):
@@ -166,20 +237,23 @@ class GenerativeHead(nn.Module):
     """Training-only head of the unified generative task: z = LN(silu(W·u + b)); logits = z·Eᵀ + b_out,
     with E the encoder's (tied) token table (docs/METHOD.md §1, [R] BertPredictionHeadTransform)."""
 
-    def __init__(self, config: ModelConfig, token_table: nn.Embedding):
+    def __init__(self, config: ModelConfig, token_table: nn.Embedding, table_proj: nn.Linear | None = None):
         super().__init__()
         self.dense = nn.Linear(config.d_model, config.d_model)
         self.ln = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.token_table = token_table
+        self.table_proj = table_proj  # a factorised table: E = rows · Pᵀ + b, so z·Eᵀ = (z·P)·rowsᵀ + const
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.alone = False  # True: train the head alone (its loss reaches neither u nor the token table)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         table = self.token_table.weight
+        proj = None if self.table_proj is None else self.table_proj.weight
         if self.alone:
             u, table = u.detach(), table.detach()
+            proj = None if proj is None else proj.detach()
         z = self.ln(F.silu(self.dense(u)))
-        return F.linear(z, table, self.bias)
+        return F.linear(z if proj is None else z @ proj, table, self.bias)
 
 
 class DualEncoderModel(nn.Module):
@@ -190,8 +264,27 @@ class DualEncoderModel(nn.Module):
         super().__init__()
         self.config = config
         self.encoder = SentenceEncoder(config)
-        self.generative_head = GenerativeHead(config, self.encoder.tok)
+        self.generative_head = GenerativeHead(config, self.encoder.tok, self.encoder.tok_proj)
         self.distill_proj = nn.Linear(config.d_model, teacher_dim) if teacher_dim else None
+
+    @torch.no_grad()
+    def load_weights(self, state: dict, weights: torch.Tensor | None = None) -> float:
+        """Load an encoder state dict whose token table may have another form than this config's (full width or
+        another ``table_rank``): the table is then rebuilt at full width and stored by :meth:`set_token_table`
+        (``weights`` per row). Returns the share of the table's energy kept (1.0 when it loads as it is)."""
+        state = {k: torch.as_tensor(v) for k, v in state.items()}
+        mine = {k for k in self.state_dict() if k.startswith(("tok.", "tok_proj."))}
+        theirs = {k for k in state if k.startswith(("tok.", "tok_proj."))}
+        if mine == theirs and state["tok.weight"].shape == self.tok.weight.shape:
+            self.load_state_dict(state)
+            return 1.0
+        rows = state.pop("tok.weight")
+        proj, mean = state.pop("tok_proj.weight", None), state.pop("tok_proj.bias", None)
+        missing, unexpected = self.load_state_dict(state, strict=False)
+        if unexpected or set(missing) != mine:
+            raise RuntimeError(f"encoder weights do not fit: missing {sorted(set(missing) - mine)}, "
+                               f"unexpected {sorted(unexpected)}")
+        return self.set_token_table(rows if proj is None else rows @ proj.T + mean, weights)
 
     @torch.no_grad()
     def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.5) -> None:

@@ -135,6 +135,8 @@ def _training(training: dict, cfg: dict) -> list[str]:
                 + ("the teacher's vectors of them, mapped into the table" if moved.get("new_rows_from") == "teacher"
                    else str(moved.get("new_rows_from", "?")))
                 + (f"; the token table is stored in {moved['table_bits']} bits" if moved.get("table_bits") == 4 else "")
+                + (f", as rows of {moved['table_rank']} values and one map to the model's width (its best rank-"
+                   f"{moved['table_rank']} form)" if moved.get("table_rank") else "")
                 + "."]
     return out + [""]
 

@@ -39,7 +39,7 @@ from .checkpoint import load_checkpoint, save_bundle, save_checkpoint
 from .data.batches import MonoBatcher, PairBatcher, slice_rows, tokenize_pairs
 from .errors import LwxError
 from .losses.registry import active, gathered
-from .model import DualEncoderModel, ModelConfig
+from .model import TABLE_GROUP, DualEncoderModel, ModelConfig
 from .tokenizer import Tokenizer, train_tokenizer
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Refuse values no run can use, with the field's name (before any work starts)."""
-        m, bad = self.model, []
+        bad = []
         for key in ("batch_size", "mono_batch_size", "train_max_len", "epochs", "log_every", "dev_max_pairs",
                     "vocab_size", "teacher_workers"):
             if getattr(self, key) < 1:
@@ -186,17 +186,28 @@ class TrainConfig:
             w = getattr(self.weights, f.name)
             if not (math.isfinite(w) and w >= 0):
                 bad.append(f"weights.{f.name} must be a number >= 0, got {w}")
-        for key in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
-            if getattr(m, key) < 1:
-                bad.append(f"model.{key} must be >= 1, got {getattr(m, key)}")
-        if m.table_bits not in (4, 8):
-            bad.append(f"model.table_bits must be 4 or 8, got {m.table_bits}")
-        if m.n_heads >= 1 and m.d_model % m.n_heads:
-            bad.append(f"model.d_model ({m.d_model}) must be divisible by model.n_heads ({m.n_heads})")
-        if not 0 <= m.dropout < 1:
-            bad.append(f"model.dropout must be in [0, 1), got {m.dropout}")
+        bad += _model_problems(self.model)
         if bad:
             raise LwxError("invalid training config: " + "; ".join(bad))
+
+
+def _model_problems(m: ModelConfig) -> list[str]:
+    """What is wrong with a model config (set field by field, so its own checks have not run)."""
+    bad = []
+    for key in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
+        if getattr(m, key) < 1:
+            bad.append(f"model.{key} must be >= 1, got {getattr(m, key)}")
+    if m.table_bits not in (4, 8):
+        bad.append(f"model.table_bits must be 4 or 8, got {m.table_bits}")
+    if not 0 <= m.table_rank < m.d_model:
+        bad.append(f"model.table_rank must be 0 (full width) or in [1, {m.d_model - 1}], got {m.table_rank}")
+    elif m.table_bits == 4 and m.table_width % TABLE_GROUP:
+        bad.append(f"a 4-bit token table needs model.table_rank divisible by {TABLE_GROUP}, got {m.table_rank}")
+    if m.n_heads >= 1 and m.d_model % m.n_heads:
+        bad.append(f"model.d_model ({m.d_model}) must be divisible by model.n_heads ({m.n_heads})")
+    if not 0 <= m.dropout < 1:
+        bad.append(f"model.dropout must be in [0, 1), got {m.dropout}")
+    return bad
 
 
 def _typed(key: str, hint, value):
@@ -436,8 +447,15 @@ class Trainer:
                                       ).to(self.device)
         resuming = resume and (self.out / "checkpoint").exists()
         if start is not None and not resuming:
-            self.model.encoder.load_state_dict({k: torch.from_numpy(v) for k, v in start.items()})
-            self.log(f"encoder initialised from {cfg.init_from}")
+            from .warmstart import piece_weights
+
+            counts = np.bincount(np.concatenate(data.src + data.tgt).astype(np.int64),
+                                 minlength=self.tokenizer.vocab_size) if cfg.model.table_rank else None
+            weights = piece_weights(self.tokenizer, counts)
+            kept = self.model.encoder.load_weights(start, torch.from_numpy(weights))
+            self.log(f"encoder initialised from {cfg.init_from}"
+                     + (f" (token table stored at rank {cfg.model.table_rank}: {100 * kept:.1f}% of its weighted "
+                        "energy kept)" if kept < 1.0 else ""))
         elif use_teacher and cfg.token_init == "teacher" and not resuming:
             self._init_from_teacher()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
@@ -484,7 +502,7 @@ class Trainer:
         return state
 
     def _check_architecture(self, config) -> None:
-        mine = {k: v for k, v in self.cfg.model.to_dict().items() if k not in ("vocab_size", "dropout", "table_bits")}
+        mine = {k: v for k, v in self.cfg.model.to_dict().items() if k not in ("vocab_size", "dropout", "table_bits", "table_rank")}
         other = {k: v for k, v in config.to_dict().items() if k in mine}
         if mine != other:
             diff = {k: (mine[k], other[k]) for k in mine if mine[k] != other[k]}
@@ -495,7 +513,7 @@ class Trainer:
         """init_from with another tokenizer (``--tokenizer``): the token table moves to the new vocabulary
         (:func:`lwx_edge.warmstart.transfer_vocabulary`; with a teacher, new pieces start from the teacher's
         vectors of them), every other weight is kept."""
-        from .warmstart import transfer_vocabulary
+        from .warmstart import full_table, transfer_vocabulary
 
         self._check_architecture(config)
         mine = Tokenizer(self.cfg.tokenizer)
@@ -504,7 +522,9 @@ class Trainer:
             from .data.teacher import USETeacher, token_vectors
 
             vectors = token_vectors(mine, USETeacher(self.cfg.threads))
-        state["tok.weight"], copied = transfer_vocabulary(state["tok.weight"], theirs, mine, vectors)
+        table, copied = transfer_vocabulary(full_table(state), theirs, mine, vectors)
+        state = {k: v for k, v in state.items() if not k.startswith("tok_proj.")}
+        state["tok.weight"] = table
         how = "the teacher's vectors of them, mapped" if vectors is not None else "the mean of their old pieces"
         self.log(f"vocabulary transfer from {self.cfg.init_from}: {copied:,} of {mine.vocab_size:,} pieces "
                  f"kept their row, the rest start from {how}")

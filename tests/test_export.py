@@ -507,3 +507,32 @@ def test_the_fp32_artefact_of_a_4bit_table_holds_the_rows_as_floats(tiny_tokeniz
     with torch.no_grad():
         want = enc(ids, mask)
         assert torch.allclose(fp32(ids, mask), want, atol=1e-5) and torch.allclose(packed(ids, mask), want, atol=1e-5)
+
+
+def test_a_factorised_4bit_table_exports_and_reads_back(tiny_tokenizer, tmp_path):
+    from lwx_edge.model import snap_to_int4
+    from lwx_edge.warmstart import dequantize_onnx
+
+    torch.manual_seed(3)
+    cfg = ModelConfig(vocab_size=300, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN, table_bits=4, table_rank=32)
+    enc = SentenceEncoder(cfg).eval()
+    with torch.no_grad():  # distinct LayerNorms (the exporter shares equal constants, as a fresh model's are)
+        for name, p in enc.named_parameters():
+            if "ln" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    d = save_bundle(enc, tiny_tokenizer, tmp_path / "r32", {})
+    report = export_bundle(d, formats=FORMATS, int8=True)
+    for name, e in report["artifacts"].items():
+        assert e["passed"] and e["cos_mean"] >= 0.999 and e["cos_min"] >= 0.99, (name, e)
+    back = dequantize_onnx(d / "model.int8.onnx")
+    assert set(back) == set(enc.state_dict()) and back["tok.weight"].shape == (300, 32)
+    assert np.array_equal(back["tok.weight"], snap_to_int4(enc.tok.weight).numpy())  # rows stored exactly
+    w = enc.tok_proj.weight.detach().numpy()
+    assert np.abs(back["tok_proj.weight"] - w).max() <= np.abs(w).max(1).max() / 127  # the map in 8 bits
+    assert np.array_equal(back["tok_proj.bias"], enc.tok_proj.bias.detach().numpy())
+    again = SentenceEncoder(cfg).eval()
+    assert again.load_weights(back) == 1.0
+    ids, mask = (torch.from_numpy(a) for a in random_batch(3, 9))
+    with torch.no_grad():
+        cos = torch.nn.functional.cosine_similarity(again(ids, mask), enc(ids, mask))
+    assert cos.min() > 0.999

@@ -133,3 +133,69 @@ def test_the_4bit_table_grid_is_idempotent_and_close():
     assert torch.allclose(enc4(ids, mask), enc8(ids, mask), atol=1e-6)  # it reads the table on the grid
     enc4(ids, mask).sum().backward()
     assert enc4.tok.weight.grad[ids.flatten()].abs().sum() > 0  # and still learns it (straight through)
+
+
+def test_factorize_table_recovers_a_low_rank_table_and_spends_the_rank_on_heavy_rows():
+    from lwx_edge.model import factorize_table
+
+    g = torch.Generator().manual_seed(0)
+    exact = torch.randn(60, 6, generator=g) @ torch.randn(6, 32, generator=g) + torch.randn(32, generator=g)
+    rows, proj, mean, kept = factorize_table(exact, 6)
+    assert rows.shape == (60, 6) and proj.shape == (6, 32) and kept > 0.9999
+    assert torch.allclose(rows @ proj + mean, exact, atol=1e-4)
+    assert torch.allclose(proj @ proj.T, torch.eye(6), atol=1e-5)  # orthonormal directions
+    table = torch.randn(60, 32, generator=g)
+    heavy = torch.ones(60)
+    heavy[:10] = 100.0
+
+    def error(weights):
+        r, p, m, _ = factorize_table(table, 4, weights)
+        return ((r @ p + m - table)[:10] ** 2).sum()
+
+    assert error(heavy) < 0.5 * error(None)  # the rank goes to the rows that weigh
+    with pytest.raises(ValueError, match="weights must be 60 non-negative numbers"):
+        factorize_table(table, 4, torch.zeros(60))
+
+
+def test_a_factorised_table_reads_its_rows_through_one_map_and_the_head_stays_tied():
+    cfg = ModelConfig(vocab_size=50, d_model=64, n_heads=4, d_ff=64, table_bits=4, table_rank=32, dropout=0.0)
+    model = DualEncoderModel(cfg).eval()
+    enc = model.encoder
+    assert enc.tok.weight.shape == (50, 32) and enc.tok_proj.weight.shape == (64, 32)
+    assert model.generative_head.table_proj is enc.tok_proj and model.generative_head.token_table is enc.tok
+    ids, mask = torch.randint(3, 50, (4, 6)), torch.ones(4, 6, dtype=torch.long)
+    from lwx_edge.model import snap_to_int4
+
+    with torch.no_grad():
+        want = enc.tok_proj(snap_to_int4(enc.tok.weight))[ids]
+        assert torch.allclose(enc.token_vectors(ids), want, atol=1e-6)
+        # the head scores every piece against the table the encoder reads: z·Eᵀ, up to one shift per row
+        u = enc(ids, mask)
+        full = enc.tok_proj(enc.tok.weight)
+        z = model.generative_head.ln(torch.nn.functional.silu(model.generative_head.dense(u)))
+        assert torch.allclose(torch.log_softmax(model.generative_head(u), -1),
+                              torch.log_softmax(z @ full.T + model.generative_head.bias, -1), atol=1e-4)
+    for bad, message in (({"table_rank": 64}, "table_rank must be 0"), ({"table_rank": -1}, "table_rank must be 0"),
+                         ({"table_rank": 48}, "width divisible by 32")):
+        with pytest.raises(ValueError, match=message):
+            ModelConfig(**{**cfg.to_dict(), **bad})
+
+
+def test_load_weights_moves_a_table_between_full_width_and_a_rank():
+    full_cfg = ModelConfig(vocab_size=50, d_model=64, n_heads=4, d_ff=64, dropout=0.0)
+    full = SentenceEncoder(full_cfg).eval()
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():  # a table of rank 16: a rank-16 encoder holds it exactly
+        full.tok.weight.copy_(torch.randn(50, 16, generator=g) @ torch.randn(16, 64, generator=g))
+    ranked = SentenceEncoder(ModelConfig(**{**full_cfg.to_dict(), "table_rank": 16})).eval()
+    assert ranked.load_weights(full.state_dict()) > 0.9999
+    ids, mask = torch.randint(3, 50, (3, 5)), torch.ones(3, 5, dtype=torch.long)
+    with torch.no_grad():
+        assert torch.allclose(ranked(ids, mask), full(ids, mask), atol=1e-4)
+        back = SentenceEncoder(full_cfg).eval()
+        assert back.load_weights(ranked.state_dict()) == 1.0  # full width keeps every row
+        assert torch.allclose(back(ids, mask), full(ids, mask), atol=1e-4)
+    smaller = SentenceEncoder(ModelConfig(**{**full_cfg.to_dict(), "table_rank": 8}))
+    assert 0.3 < smaller.load_weights(full.state_dict()) < 0.95
+    with pytest.raises(RuntimeError, match="do not fit"):
+        smaller.load_weights({k: v for k, v in full.state_dict().items() if k != "emb_ln.weight"})

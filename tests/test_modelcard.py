@@ -27,6 +27,8 @@ def test_the_default_models_card_quotes_its_shipped_evaluation():
     training = json.loads((DEFAULT_MODEL / "manifest.json").read_text())["training"]
     if "vocabulary_transfer" in training:  # trained on a smaller vocabulary, then moved to this one
         assert f"Then moved to a vocabulary of {vocab:,} pieces without training" in card
+        rank = json.loads((DEFAULT_MODEL / "config.json").read_text())["model"].get("table_rank")
+        assert (f"as rows of {rank} values and one map" in card) == bool(rank)
     else:
         assert f"SentencePiece vocabulary {vocab:,}." in card
 

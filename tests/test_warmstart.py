@@ -184,3 +184,84 @@ def test_training_from_a_bundle_with_a_new_tokenizer_starts_new_pieces_from_the_
     assert np.allclose(table, want, atol=1e-6)
     mean, _ = transfer_vocabulary(start["tok.weight"], old, new)
     assert not np.allclose(table, mean, atol=1e-3)
+
+
+def test_piece_weights_follow_counts_or_the_merge_order_and_skip_control_pieces(tiny_corpus):
+    from lwx_edge.tokenizer import Tokenizer
+    from lwx_edge.warmstart import piece_counts, piece_weights
+
+    tok = Tokenizer(tiny_corpus["tokenizer"])
+    control = [i for i in range(tok.vocab_size) if tok.sp.is_control(i)]
+    assert control and all(piece_weights(tok)[control] == 0)
+    counts = piece_counts(tok, ["hello hello", "hello world"])
+    ids = [i for row in tok.encode(["hello hello", "hello world"]).ids for i in row]
+    assert counts.sum() == len(ids) and counts[ids[0]] == ids.count(ids[0])
+    weights = piece_weights(tok, counts)
+    normal = [i for i in range(tok.vocab_size) if i not in control]
+    assert np.allclose(weights[normal], np.sqrt(counts[normal] + 1.0))
+    by_order = piece_weights(tok)[normal]
+    merges = [i for i in normal if not tok.sp.is_unknown(i) and len(tok.id_to_piece(i).lstrip("\u2581")) > 1]
+    assert np.all(np.diff(piece_weights(tok)[merges]) <= 0)  # later merges: rarer pieces
+    assert by_order.max() <= 1.0
+    with pytest.raises(ValueError, match="one entry per piece"):
+        piece_weights(tok, counts[:-1])
+
+
+def test_lwx_edge_transfer_stores_the_table_at_a_rank(tiny_corpus, tmp_path):
+    from test_train import _cli
+
+    from lwx_edge import Encoder
+    from lwx_edge.warmstart import full_table
+
+    first = tiny_config(tiny_corpus, tmp_path / "first", max_steps=2)
+    first.model.d_model, first.model.d_ff = 64, 64
+    train(first)
+    source = tmp_path / "first" / "bundle"
+    _, new = _two_tokenizers(tiny_corpus, tmp_path)
+    corpus = tmp_path / "corpus"  # a corpus root with everyday text: --counts-from counts its pieces
+    (corpus / "everyday").mkdir(parents=True)
+    shutil.copy(tiny_corpus["train_fr"], corpus / "everyday" / "train.en-fr.tsv")
+    (corpus / "mono").mkdir()
+    (corpus / "mono" / "train.fr.txt").write_text("bonjour\n")
+    r = _cli(["transfer", str(source), "--tokenizer", str(new.model_path), "-o", str(tmp_path / "r32"),
+              "--teacher", "none", "--table-bits", "4", "--table-rank", "32", "--counts-from", str(corpus)])
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["table_rank"] == 32 and 0.5 < summary["table_energy_kept"] < 1
+    assert summary["rows_weighted_by"].startswith("counts in ")
+    ranked, config, _ = encoder_weights(tmp_path / "r32")
+    assert config.table_rank == 32 and config.table_bits == 4
+    assert ranked["tok.weight"].shape == (260, 32) and ranked["tok_proj.weight"].shape == (64, 32)
+    full = _cli(["transfer", str(source), "--tokenizer", str(new.model_path), "-o", str(tmp_path / "full"),
+                 "--teacher", "none"])
+    assert full.returncode == 0, full.stderr
+    want = encoder_weights(tmp_path / "full")[0]["tok.weight"]
+    got = full_table(ranked)
+    cos = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
+    assert np.median(cos) > 0.7  # the rank-32 table approximates the full one
+    assert Encoder.load(tmp_path / "r32", backend="torch").embed(TEXTS).shape == (len(TEXTS), 64)
+    from lwx_edge.modelcard import model_card
+
+    assert "as rows of 32 values and one map to the model's width" in model_card(tmp_path / "r32")
+    bad = _cli(["transfer", str(source), "--tokenizer", str(new.model_path), "-o", str(tmp_path / "x"),
+                "--teacher", "none", "--table-bits", "4", "--table-rank", "48"])
+    assert bad.returncode == 2 and "width divisible by 32" in bad.stderr and not (tmp_path / "x").exists()
+
+
+def test_a_run_from_a_full_width_bundle_can_store_its_table_at_a_rank(tiny_corpus, tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="lwx_edge.train")
+    train(tiny_config(tiny_corpus, tmp_path / "first", max_steps=2))
+    source = tmp_path / "first" / "bundle"
+    cfg = tiny_config(tiny_corpus, tmp_path / "second", max_steps=2, tokenizer=None, init_from=str(source))
+    cfg.model.table_rank = 8
+    trainer = Trainer(cfg)
+    start, _, _ = encoder_weights(source)
+    enc = trainer.model.encoder
+    assert enc.tok.weight.shape[1] == 8 and enc.tok_proj is not None
+    assert np.array_equal(enc.state_dict()["blocks.0.q.weight"].numpy(), start["blocks.0.q.weight"])
+    assert "token table stored at rank 8" in caplog.text
+    train(cfg)  # trains, checkpoints and writes a bundle with the factorised table
+    back, config, _ = encoder_weights(tmp_path / "second" / "bundle")
+    assert config.table_rank == 8 and back["tok_proj.weight"].shape == (32, 8)

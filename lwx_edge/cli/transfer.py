@@ -19,6 +19,13 @@ def transfer(
                                 "them (mapped into the table); none: from the mean of their old pieces."),
     table_bits: Optional[int] = typer.Option(None, "--table-bits", help="4: keep the token table on a 4-bit "
                                              "grid, stored so in the artefacts (half the size); default: BUNDLE's."),
+    table_rank: Optional[int] = typer.Option(None, "--table-rank", help="r: store the token table as rows of width "
+                                             "r and one r -> d map (its best rank-r form, frequent pieces weighing "
+                                             "more): about d/r times the pieces in the same size; 0: full width; "
+                                             "default: BUNDLE's."),
+    counts_from: Optional[Path] = typer.Option(None, "--counts-from", help="With --table-rank: weigh pieces by "
+                                               "how often they occur in this corpus's tokenizer text (train "
+                                               "splits, e.g. data/corpus); default: by their BPE merge order."),
     threads: Optional[int] = threads_option(),
 ) -> None:
     """Write OUT: BUNDLE's encoder with its token table moved to TOKENIZER; pieces both know keep their row."""
@@ -34,4 +41,10 @@ def transfer(
         from ..data.teacher import USETeacher
 
         model = USETeacher(threads)
-    typer.echo(json.dumps(transfer_bundle(str(bundle), tokenizer, out, model, table_bits), indent=2))
+    texts = None
+    if counts_from is not None:
+        from ..data.vocab import tokenizer_texts
+
+        texts, _ = tokenizer_texts(counts_from)
+    typer.echo(json.dumps(transfer_bundle(str(bundle), tokenizer, out, model, table_bits, table_rank, texts),
+                          indent=2))

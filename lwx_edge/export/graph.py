@@ -7,6 +7,8 @@ with one change: positions are looked up with ``pos(arange(T))`` (an embedding g
 (-0.3 MB at d=512, 200 positions). The position table is cut to the exported ``max_len``.
 A ``table_bits=4`` token table is exported as the rows the encoder reads: 4-bit packed
 (:class:`Int4Embedding`, ``packed_table=True``: the int8 artefacts) or as floats (the fp32 artefacts).
+A factorised table (``table_rank``) is exported as its rows and its ``tok_proj`` linear map, which the int8
+artefacts quantize like every other linear layer.
 The parity report compares every artefact against the unmodified eager ``SentenceEncoder``.
 """
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ExportEncoder(nn.Module):
         self.pos = nn.Embedding(max_len, cfg.d_model)
         with torch.no_grad():
             self.pos.weight.copy_(enc.pos.weight[:max_len])
+        self.tok_proj = enc.tok_proj  # a factorised table's r -> d map (None at full width)
         self.emb_ln = enc.emb_ln
         self.blocks = enc.blocks
         self.eval()
@@ -49,7 +52,10 @@ class ExportEncoder(nn.Module):
         batch, length = input_ids.shape
         mask = attention_mask.to(torch.float32)
         positions = self.pos(torch.arange(length, dtype=torch.int64, device=input_ids.device))
-        x = self.emb_ln(self.tok(input_ids) + positions)
+        tokens = self.tok(input_ids)
+        if self.tok_proj is not None:
+            tokens = self.tok_proj(tokens)
+        x = self.emb_ln(tokens + positions)
         bias = ((mask - 1.0) * 1e6).view(batch, 1, 1, length)
         bias = bias.expand(batch, self.n_heads, 1, length).reshape(-1, 1, length)
         for block in self.blocks:
