@@ -199,3 +199,23 @@ def test_load_weights_moves_a_table_between_full_width_and_a_rank():
     assert 0.3 < smaller.load_weights(full.state_dict()) < 0.95
     with pytest.raises(RuntimeError, match="do not fit"):
         smaller.load_weights({k: v for k, v in full.state_dict().items() if k != "emb_ln.weight"})
+
+
+def test_a_checkpoint_of_a_factorised_table_stores_the_tied_head_once_and_restores_it(tmp_path):
+    from safetensors.numpy import load_file
+
+    from lwx_edge.checkpoint import load_checkpoint, save_checkpoint
+
+    cfg = ModelConfig(vocab_size=50, d_model=64, n_heads=4, d_ff=64, table_bits=4, table_rank=32, dropout=0.0)
+    model = DualEncoderModel(cfg)
+    opt = torch.optim.Adam(model.parameters())
+    model(*(torch.randint(3, 50, (2, 5)), torch.ones(2, 5, dtype=torch.long)) * 2)["logits_a"].sum().backward()
+    opt.step()
+    save_checkpoint(tmp_path / "ck", model, opt, {"step": 1, "elapsed": 0.0, "best": 0.0})
+    stored = load_file(str(tmp_path / "ck" / "state.safetensors"))
+    assert "model/encoder.tok_proj.weight" in stored
+    assert not any(k.startswith("model/generative_head.t") for k in stored)  # token_table / table_proj: tied
+    again = DualEncoderModel(cfg)
+    load_checkpoint(tmp_path / "ck", again, torch.optim.Adam(again.parameters()))
+    for (name, a), b in zip(model.state_dict().items(), again.state_dict().values()):
+        assert torch.equal(a, b), name  # the head's tied table and map come back from the encoder's
