@@ -43,9 +43,12 @@ GPU = REPO / "recipes" / "gpu-24k.json"
 
 def test_the_default_recipe_and_its_gpu_overlay_are_the_ones_the_shipped_model_was_trained_with():
     """The shipped default is one run of the README recipe with recipes/gpu-24k.json over it (an H100, the
-    everyday 24k tokenizer, batch 512, 600 s), then moved to the 48k vocabulary (``lwx-edge transfer``)."""
+    everyday 24k tokenizer, batch 512, 600 s), then moved to the 128k vocabulary with a rank-160 4-bit table
+    (``lwx-edge transfer``)."""
     training = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
-    assert training["vocabulary_transfer"]["vocab_size"] == 48000
+    moved = training["vocabulary_transfer"]
+    assert (moved["vocab_size"], moved["table_bits"], moved["table_rank"]) == (128000, 4, 160)
+    assert moved["rows_kept"] == 24000 and moved["rows_weighted_by"].startswith("counts in ")
     shipped = training["config"]
     recipe = TrainConfig.from_files([DEFAULT, GPU]).to_dict()
     for key in ("out_dir", "teacher_workers"):  # where it wrote, and how the teacher cache was filled
@@ -119,7 +122,9 @@ def test_the_next_gpu_recipes_continue_the_default_with_the_new_data():
     for cfg in (lex, words):
         cfg.validate()
         assert cfg.init_from == "lwx_edge/default_model" and cfg.device == "cuda" and cfg.max_time == 1200
-        assert cfg.model.table_bits == 4  # the default's 48k table stays 4-bit: 8 bits would be over 20 MB
+        # the default's table keeps its form (4 bits, its rank): a full-width or 8-bit table would be over 20 MB
+        shipped = json.loads((REPO / "lwx_edge" / "default_model" / "config.json").read_text())["model"]
+        assert (cfg.model.table_bits, cfg.model.table_rank) == (shipped["table_bits"], shipped["table_rank"]) == (4, 160)
         assert cfg.corpus == base.corpus + ["data/corpus/lexicon", "data/corpus/games", "data/corpus/games-extra"]
     assert lex.mono == base.mono and words.mono == base.mono + ["data/corpus/words"]
     diff = {k for k, v in words.to_dict().items() if lex.to_dict()[k] != v}
