@@ -268,25 +268,6 @@ class DualEncoderModel(nn.Module):
         self.distill_proj = nn.Linear(config.d_model, teacher_dim) if teacher_dim else None
 
     @torch.no_grad()
-    def load_weights(self, state: dict, weights: torch.Tensor | None = None) -> float:
-        """Load an encoder state dict whose token table may have another form than this config's (full width or
-        another ``table_rank``): the table is then rebuilt at full width and stored by :meth:`set_token_table`
-        (``weights`` per row). Returns the share of the table's energy kept (1.0 when it loads as it is)."""
-        state = {k: torch.as_tensor(v) for k, v in state.items()}
-        mine = {k for k in self.state_dict() if k.startswith(("tok.", "tok_proj."))}
-        theirs = {k for k in state if k.startswith(("tok.", "tok_proj."))}
-        if mine == theirs and state["tok.weight"].shape == self.tok.weight.shape:
-            self.load_state_dict(state)
-            return 1.0
-        rows = state.pop("tok.weight")
-        proj, mean = state.pop("tok_proj.weight", None), state.pop("tok_proj.bias", None)
-        missing, unexpected = self.load_state_dict(state, strict=False)
-        if unexpected or set(missing) != mine:
-            raise RuntimeError(f"encoder weights do not fit: missing {sorted(set(missing) - mine)}, "
-                               f"unexpected {sorted(unexpected)}")
-        return self.set_token_table(rows if proj is None else rows @ proj.T + mean, weights)
-
-    @torch.no_grad()
     def init_from_token_vectors(self, vectors: torch.Tensor, output_scale: float = 0.5) -> None:
         """:meth:`SentenceEncoder.init_from_token_vectors`, and the distillation projection g starts as
         identity / ``output_scale`` when the teacher's dimension is the model's (docs/METHOD.md §3.6), so g(u)

@@ -191,6 +191,10 @@ class TrainConfig:
             raise LwxError("invalid training config: " + "; ".join(bad))
 
 
+def _table_form(rank: int) -> str:
+    return f"rank {rank}" if rank else "full width"
+
+
 def _model_problems(m: ModelConfig) -> list[str]:
     """What is wrong with a model config (set field by field, so its own checks have not run)."""
     bad = []
@@ -453,9 +457,11 @@ class Trainer:
                                  minlength=self.tokenizer.vocab_size) if cfg.model.table_rank else None
             weights = piece_weights(self.tokenizer, counts)
             kept = self.model.encoder.load_weights(start, torch.from_numpy(weights))
-            self.log(f"encoder initialised from {cfg.init_from}"
-                     + (f" (token table stored at rank {cfg.model.table_rank}: {100 * kept:.1f}% of its weighted "
-                        "energy kept)" if kept < 1.0 else ""))
+            theirs = start["tok.weight"].shape[1] if "tok_proj.weight" in start else 0
+            self.log(f"encoder initialised from {cfg.init_from}" + (
+                "" if theirs == cfg.model.table_rank else
+                f" (its token table of {_table_form(theirs)} stored at {_table_form(cfg.model.table_rank)}, as the "
+                f"config's model.table_rank says: {100 * kept:.1f}% of its weighted energy kept)"))
         elif use_teacher and cfg.token_init == "teacher" and not resuming:
             self._init_from_teacher()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,

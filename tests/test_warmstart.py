@@ -263,7 +263,7 @@ def test_a_run_from_a_full_width_bundle_can_store_its_table_at_a_rank(tiny_corpu
     enc = trainer.model.encoder
     assert enc.tok.weight.shape[1] == 8 and enc.tok_proj is not None
     assert np.array_equal(enc.state_dict()["blocks.0.q.weight"].numpy(), start["blocks.0.q.weight"])
-    assert "token table stored at rank 8" in caplog.text
+    assert "its token table of full width stored at rank 8" in caplog.text
     train(cfg)  # trains, checkpoints and writes a bundle with the factorised table
     back, config, _ = encoder_weights(tmp_path / "second" / "bundle")
     assert config.table_rank == 8 and back["tok_proj.weight"].shape == (32, 8)
