@@ -451,17 +451,7 @@ class Trainer:
                                       ).to(self.device)
         resuming = resume and (self.out / "checkpoint").exists()
         if start is not None and not resuming:
-            from .warmstart import piece_weights
-
-            counts = np.bincount(np.concatenate(data.src + data.tgt).astype(np.int64),
-                                 minlength=self.tokenizer.vocab_size) if cfg.model.table_rank else None
-            weights = piece_weights(self.tokenizer, counts)
-            kept = self.model.encoder.load_weights(start, torch.from_numpy(weights))
-            theirs = start["tok.weight"].shape[1] if "tok_proj.weight" in start else 0
-            self.log(f"encoder initialised from {cfg.init_from}" + (
-                "" if theirs == cfg.model.table_rank else
-                f" (its token table of {_table_form(theirs)} stored at {_table_form(cfg.model.table_rank)}, as the "
-                f"config's model.table_rank says: {100 * kept:.1f}% of its weighted energy kept)"))
+            self._load_start(start, data)
         elif use_teacher and cfg.token_init == "teacher" and not resuming:
             self._init_from_teacher()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
@@ -486,6 +476,24 @@ class Trainer:
     def _barrier(self) -> None:
         if self.world > 1:
             dist.barrier()
+
+    def _load_start(self, start: dict[str, np.ndarray], data) -> None:
+        """The encoder from ``init_from``'s weights; a table of another form than the config's ``table_rank`` is
+        re-stored (rows weighted by their pieces' counts in the training pairs)."""
+        cfg = self.cfg
+        theirs = start["tok.weight"].shape[1] if "tok_proj.weight" in start else 0
+        weights = None
+        if theirs != cfg.model.table_rank and cfg.model.table_rank:  # re-stored: rows weigh by their counts
+            from .warmstart import piece_weights
+
+            counts = np.bincount(np.concatenate(data.src + data.tgt).astype(np.int64),
+                                 minlength=self.tokenizer.vocab_size)
+            weights = torch.from_numpy(piece_weights(self.tokenizer, counts))
+        kept = self.model.encoder.load_weights(start, weights)
+        self.log(f"encoder initialised from {cfg.init_from}" + (
+            "" if theirs == cfg.model.table_rank else
+            f" (its token table of {_table_form(theirs)} stored at {_table_form(cfg.model.table_rank)}, as the "
+            f"config's model.table_rank says: {100 * kept:.1f}% of its weighted energy kept)"))
 
     def _start_weights(self) -> dict[str, np.ndarray]:
         """The encoder weights of ``init_from``; its architecture and tokenizer become the run's (the tokenizer
