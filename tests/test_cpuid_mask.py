@@ -94,3 +94,15 @@ def test_simd_text_names_the_hidden_flags():
     assert bench_app.simd_text(machine) == ("avx2 fma (the CPU also has avx512f amx_int8, hidden from CPUID by "
                                             "tools/cpuid_mask.py)")
     assert bench_app.simd_text({"simd": ["avx2", "fma"]}) == "avx2 fma"
+
+
+def test_app_texts_travel_as_a_file_in_order_and_a_short_file_is_refused(tmp_path):
+    """A machine without the apt lists (the GPU machine) reads the app workload from a file written here."""
+    f = tmp_path / "texts.txt"
+    f.write_text("Un éditeur de texte\nA text editor\nEin Texteditor\n", encoding="utf-8")
+    assert bench_app.app_texts(2, path=f) == ["Un éditeur de texte", "A text editor"]
+    with pytest.raises(SystemExit, match="needs 5 non-empty lines"):
+        bench_app.app_texts(5, path=f)
+    f.write_text("one\n\nthree\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="needs 3 non-empty lines"):
+        bench_app.app_texts(3, path=f)

