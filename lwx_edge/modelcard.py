@@ -25,6 +25,17 @@ SOURCES = {
                  "German-English example phrases", "GPL-2.0-or-later"),
     "mono": ("every distinct train-split sentence of the parallel corpora, per language",
              "as the parallel corpora"),
+    "lexicon": ("words and short names with their translations: Unicode CLDR names (emoji, languages, territories, "
+                "currencies, weekdays, months, units), FreeDict French/Spanish/Italian-English and Ding "
+                "German-English headwords",
+                "CLDR: Unicode License; FreeDict and Ding: GPL-2.0-or-later"),
+    "games": ("Cataclysm: Dark Days Ahead's translated game text (items, creatures, missions, NPC dialogue)",
+              "CC-BY-SA-3.0"),
+    "games-extra": ("dialogue, quests and story of Hedgewars, FLARE, FreeOrion, Warzone 2100 and Pingus",
+                    "FLARE: CC-BY-SA-3.0-or-later; Hedgewars, FreeOrion: GPL-2; Warzone 2100, Pingus: "
+                    "GPL-2.0-or-later"),
+    "words": ("each language's most frequent words (wordfreq's frequency lists), cased as in Debian's word lists",
+              "wordfreq data: CC-BY-SA-4.0"),
 }
 EVERYDAY_MONO = ("fortune cookies (fortunes, fortunes-de/-es/-it), WordNet usage examples and word lists "
                  "(wamerican, wfrench, wngerman, wspanish, witalian)",
@@ -107,29 +118,54 @@ def _files(bundle: Bundle) -> list[str]:
     return rows + [""]
 
 
+def _stages(training: dict) -> list[dict]:
+    """The training records of a chain of runs, earliest first: each run that started from a bundle keeps that
+    bundle's own record under ``started_from``."""
+    chain = []
+    while isinstance(training, dict) and training:
+        chain.append(training)
+        training = (training.get("started_from") or {}).get("training")
+    return chain[::-1]
+
+
 def _training(training: dict, cfg: dict) -> list[str]:
     if not cfg:
         return ["## Training", "", "No training record in the manifest.", ""]
+    stages = _stages(training) or [training]
     out = ["## Training", ""]
-    for d in cfg.get("corpus", []):
+    configs = [st.get("config") or {} for st in stages]
+    for d in dict.fromkeys(d for c in configs for d in c.get("corpus", [])):
         what, licence = SOURCES.get(Path(d).name, ("", ""))
         out.append(f"- parallel: `{d}`" + (f": {what} ({licence})" if what else ""))
-    for d in cfg.get("mono", []):
+    for d in dict.fromkeys(d for c in configs for d in c.get("mono", [])):
         p = Path(d)
         what, licence = EVERYDAY_MONO if (p.name == "mono" and p.parent.name == "everyday") else SOURCES.get(p.name, ("", ""))
         out.append(f"- monolingual (distillation only): `{d}`" + (f": {what} ({licence})" if what else ""))
+    if len(stages) > 1:
+        out += ["", f"In {len(stages)} stages, each starting from the model the one before made:"]
+    for i, (st, c) in enumerate(zip(stages, configs)):
+        out += [""] + _stage(st, c, numbered=i + 1 if len(stages) > 1 else 0, first=i == 0)
+    return out + [""]
+
+
+def _stage(training: dict, cfg: dict, numbered: int, first: bool) -> list[str]:
+    """One run of a chain: steps, batch, device, losses and vocabulary, and a vocabulary move after it."""
     weights = {k: v for k, v in cfg.get("weights", {}).items() if v}
-    out += ["", f"{_n(training.get('step'))} steps at batch {cfg.get('batch_size', '?')} "
-            f"({training.get('elapsed_s', 0) / 3600:.1f} h on {training.get('device', '?')}), "
-            f"loss weights {json.dumps(weights)}, distillation on the "
-            f"{'exported vector itself' if cfg.get('kd_space') == 'output' else 'training-only projection'}, "
-            f"SentencePiece vocabulary {_n(cfg.get('model', {}).get('vocab_size') or cfg.get('vocab_size'))}."]
-    if cfg.get("init_from"):
-        out[-1] += (f" This run continued from `{cfg['init_from']}` (`init_from`): its steps come on top of that "
-                    "model's training; the repository's README lists every stage.")
+    corpora = ", ".join(f"`{Path(d).name}`" for d in cfg.get("corpus", []))
+    line = (f"{numbered}. " if numbered else "") + (
+        f"{_n(training.get('step'))} steps at batch {cfg.get('batch_size', '?')} "
+        f"({training.get('elapsed_s', 0) / 3600:.1f} h on {training.get('device', '?')}), "
+        + (f"on {corpora}, " if numbered else "")
+        + f"loss weights {json.dumps(weights)}, distillation on the "
+        f"{'exported vector itself' if cfg.get('kd_space') == 'output' else 'training-only projection'}, "
+        f"SentencePiece vocabulary {_n(cfg.get('model', {}).get('vocab_size') or cfg.get('vocab_size'))}.")
+    if cfg.get("init_from") and first:
+        line += (f" This run continued from `{cfg['init_from']}` (`init_from`): its steps come on top of that "
+                 "model's training; the repository's README lists every stage.")
+    out = [line]
     moved = training.get("vocabulary_transfer")
     if isinstance(moved, dict):
-        out += ["", f"Then moved to a vocabulary of {_n(moved.get('vocab_size'))} pieces without training "
+        out += ["", ("   " if numbered else "") + f"Then moved to a vocabulary of {_n(moved.get('vocab_size'))} pieces without training "
                 f"(`lwx-edge transfer`): {_n(moved.get('rows_kept'))} pieces kept their row, "
                 f"{_n(moved.get('new_rows'))} new ones start from "
                 + ("the teacher's vectors of them, mapped into the table" if moved.get("new_rows_from") == "teacher"
@@ -138,7 +174,7 @@ def _training(training: dict, cfg: dict) -> list[str]:
                 + (f", as rows of {moved['table_rank']} values and one map to the model's width (its best rank-"
                    f"{moved['table_rank']} form)" if moved.get("table_rank") else "")
                 + "."]
-    return out + [""]
+    return out
 
 
 def _pick(results: dict, prefix: str) -> tuple[str, dict] | tuple[None, None]:

@@ -503,6 +503,7 @@ class Trainer:
         from .warmstart import encoder_weights
 
         state, config, bundle = encoder_weights(self.cfg.init_from)
+        self.started_from = {"bundle": str(self.cfg.init_from), "training": bundle.manifest.get("training")}
         theirs = Tokenizer(bundle.file(TOKENIZER))
         if self.cfg.tokenizer and Tokenizer(self.cfg.tokenizer).sha256 != theirs.sha256:
             return self._transfer_vocabulary(state, config, theirs)
@@ -683,8 +684,13 @@ class Trainer:
             save_bundle(self.model.encoder, self.tokenizer_path, self.out / "bundle", self._info())
 
     def _info(self) -> dict:
-        return {"step": self.step, "elapsed_s": round(self.elapsed, 1), "device": str(self.device),
+        """The bundle's training record; a run that started from a bundle keeps that bundle's own record
+        (``started_from``), so a chain of continuations is read from the last manifest alone."""
+        info = {"step": self.step, "elapsed_s": round(self.elapsed, 1), "device": str(self.device),
                 "world_size": self.world, "torch": torch.__version__, "config": self.cfg.to_dict()}
+        if getattr(self, "started_from", None):
+            info["started_from"] = self.started_from
+        return info
 
     def _progress(self) -> float:
         """How far the run is towards whichever limit stops it first (steps/epochs or max_time)."""

@@ -8,7 +8,7 @@ import sys
 
 from lwx_edge.bundle import write_manifest
 from lwx_edge.encoder import DEFAULT_MODEL
-from lwx_edge.modelcard import model_card
+from lwx_edge.modelcard import _stages, model_card
 
 
 def test_the_default_models_card_quotes_its_shipped_evaluation():
@@ -24,13 +24,17 @@ def test_the_default_models_card_quotes_its_shipped_evaluation():
     # the vocabulary the model has (its tokenizer's), not the size a run would have trained a tokenizer to
     vocab = json.loads((DEFAULT_MODEL / "config.json").read_text())["model"]["vocab_size"]
     assert f"SentencePiece vocabulary of {vocab:,} pieces" in card
-    training = json.loads((DEFAULT_MODEL / "manifest.json").read_text())["training"]
-    if "vocabulary_transfer" in training:  # trained on a smaller vocabulary, then moved to this one
+    stages = _stages(json.loads((DEFAULT_MODEL / "manifest.json").read_text())["training"])
+    if any("vocabulary_transfer" in st for st in stages):  # trained on a smaller vocabulary, then moved to this one
         assert f"Then moved to a vocabulary of {vocab:,} pieces without training" in card
         rank = json.loads((DEFAULT_MODEL / "config.json").read_text())["model"].get("table_rank")
         assert (f"as rows of {rank} values and one map" in card) == bool(rank)
-    else:
+    if "vocabulary_transfer" not in stages[-1]:  # the last run trained on this vocabulary itself
         assert f"SentencePiece vocabulary {vocab:,}." in card
+    if len(stages) > 1:  # a chain of runs: each stage once, in order, with its steps
+        assert f"In {len(stages)} stages" in card
+        at = [card.index(f"{i + 1}. {st['step']:,} steps") for i, st in enumerate(stages)]
+        assert at == sorted(at)
 
 
 def test_strengths_and_weaknesses_follow_the_gap_to_the_teacher(tmp_path):
@@ -61,3 +65,19 @@ def test_info_cli_prints_the_card_and_refuses_a_broken_bundle(tmp_path):
     r = subprocess.run([sys.executable, "-m", "lwx_edge", "info", str(broken)], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and "error:" in r.stderr and "config.json" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_every_corpus_a_recipe_trains_on_is_described_with_its_licence():
+    """A shipped model trained on a corpus the card cannot name would ship without the terms of its text."""
+    from pathlib import Path
+
+    from lwx_edge.modelcard import _training
+
+    recipes = sorted((Path(__file__).resolve().parents[1] / "recipes").rglob("*.json"))
+    dirs = {d for r in recipes for key in ("corpus", "mono") for d in json.loads(r.read_text()).get(key) or []}
+    assert {"data/corpus/lexicon", "data/corpus/games-extra", "data/corpus/words"} <= dirs
+    lines = _training({"step": 1}, {"corpus": sorted(dirs)})
+    undescribed = [line for line in lines if line.startswith("- parallel:") and "(" not in line]
+    assert undescribed == []
+    shipped = _training({}, json.loads((DEFAULT_MODEL / "manifest.json").read_text())["training"]["config"])
+    assert not [line for line in shipped if line.startswith("- ") and "(" not in line]

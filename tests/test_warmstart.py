@@ -47,6 +47,10 @@ def test_training_continues_from_a_bundle_with_its_tokenizer(tiny_corpus, tmp_pa
     copied = tmp_path / "second" / "tokenizer.model"
     assert copied.read_bytes() == (tmp_path / "first" / "bundle" / "tokenizer.model").read_bytes()
     assert cfg.tokenizer == str(copied)  # a resumed run reads the copy, whatever happens to the source bundle
+    # the run's record keeps the start's own, so a chain of continuations is read from the last manifest
+    first = json.loads((tmp_path / "first" / "bundle" / "manifest.json").read_text())["training"]
+    assert first["step"] == 3 and "started_from" not in first
+    assert trainer._info()["started_from"] == {"bundle": str(tmp_path / "first" / "bundle"), "training": first}
 
 
 def test_another_tokenizer_moves_the_token_table_by_vocabulary_transfer(tiny_corpus, tmp_path):
