@@ -41,23 +41,37 @@ STAGES = [REPO / "recipes" / "continue-1.json", REPO / "recipes" / "continue-2.j
 GPU = REPO / "recipes" / "gpu-24k.json"
 
 
-def test_the_default_recipe_and_its_gpu_overlay_are_the_ones_the_shipped_model_was_trained_with():
-    """The shipped default is one run of the README recipe with recipes/gpu-24k.json over it (an H100, the
-    everyday 24k tokenizer, batch 512, 600 s), then moved to the 128k vocabulary with a rank-160 4-bit table
-    (``lwx-edge transfer``)."""
-    training = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
-    moved = training["vocabulary_transfer"]
-    assert (moved["vocab_size"], moved["table_bits"], moved["table_rank"]) == (128000, 4, 160)
-    assert moved["rows_kept"] == 24000 and moved["rows_weighted_by"].startswith("counts in ")
-    shipped = training["config"]
-    recipe = TrainConfig.from_files([DEFAULT, GPU]).to_dict()
-    for key in ("out_dir", "teacher_workers"):  # where it wrote, and how the teacher cache was filled
-        shipped.pop(key), recipe.pop(key)
-    defaults = TrainConfig().to_dict()  # fields added since then keep their defaults, in the model section too
+def _same_run(shipped: dict, recipe: dict, ignore=("out_dir", "teacher_workers")) -> None:
+    """A run's recorded config is the recipe's: every key it records has the recipe's value, and every key
+    added to TrainConfig since then (the model section too) has its default."""
+    shipped, recipe = dict(shipped), dict(recipe)
+    for key in ignore:  # where it wrote, and how the teacher cache was filled
+        shipped.pop(key, None), recipe.pop(key, None)
+    defaults = TrainConfig().to_dict()
     for have, want, default in ((recipe.pop("model"), shipped.pop("model"), defaults.pop("model")), (recipe, shipped, defaults)):
         assert {k: have[k] for k in want} == want
         assert {k: have[k] for k in set(have) - set(want)} == {k: default[k] for k in set(have) - set(want)}
-    assert recipe["init_from"] is None and recipe["device"] == "cuda"
+
+
+def test_the_default_recipe_and_its_gpu_overlays_are_the_ones_the_shipped_model_was_trained_with():
+    """The shipped default, read back through its manifest's chain (``started_from``): one run of the README
+    recipe with recipes/gpu-24k.json over it (an H100, the everyday 24k tokenizer, batch 512, 600 s), moved to
+    the 128k vocabulary with a rank-160 4-bit table (``lwx-edge transfer``), then 300 s of the README recipe with
+    recipes/gpu-24k-words.json over it on an H200, started from that model."""
+    training = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
+    last = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"]).to_dict()
+    last.update(max_time=300.0, tokenizer="runs/gpu-24k-words/tokenizer.model")  # --set max_time=300; the start's
+    last["model"]["vocab_size"] = 128000                                         # tokenizer, copied into the run
+    _same_run(training["config"], last)
+    assert training["device"] == "cuda:0" and training["step"] == 7757
+    start = training["started_from"]
+    assert start["bundle"] == last["init_from"] == "lwx_edge/default_model"
+    moved = start["training"]["vocabulary_transfer"]
+    assert (moved["vocab_size"], moved["table_bits"], moved["table_rank"]) == (128000, 4, 160)
+    assert moved["rows_kept"] == 24000 and moved["rows_weighted_by"].startswith("counts in ")
+    first = TrainConfig.from_files([DEFAULT, GPU]).to_dict()
+    _same_run(start["training"]["config"], first)
+    assert first["init_from"] is None and first["device"] == "cuda"
 
 
 def test_the_cpu_continuations_start_from_the_previous_run():
