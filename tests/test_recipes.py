@@ -143,3 +143,11 @@ def test_the_next_gpu_recipes_continue_the_default_with_the_new_data():
     assert lex.mono == base.mono and words.mono == base.mono + ["data/corpus/words"]
     diff = {k for k, v in words.to_dict().items() if lex.to_dict()[k] != v}
     assert diff == {"mono", "out_dir"}
+
+
+def test_the_slower_words_recipe_differs_from_the_words_recipe_in_its_learning_rate_only():
+    """The next GPU session's pair (tools/gpu_run/README.md): the words recipe at lr 3e-4 and at 1e-4."""
+    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"]).to_dict()
+    slow = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-lr1e-4.json"]).to_dict()
+    assert {k for k, v in slow.items() if words[k] != v} == {"lr", "out_dir"}
+    assert (words["lr"], slow["lr"]) == (3e-4, 1e-4)

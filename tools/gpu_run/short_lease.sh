@@ -2,7 +2,7 @@
 # A whole GPU session in one call, for a 15-minute lease (README.md beside this file, "second GPU session"): run it as
 # the second call, carrying .gpu/pack.part-ab and .gpu/app_texts.txt, right after a first call copied .gpu/pack.part-aa to /tmp/w.
 # It takes the pack's second piece, the AVX2 app benchmark beside the teacher (if CPUID faulting
-# works there), both recipes for MAX_TIME s, then the better run's final bundle as float16 pieces into $OUT/sel.
+# works there), the recipes in RUNS for MAX_TIME s, then the better run's final bundle as float16 pieces into $OUT/sel.
 set -x
 T0=$SECONDS; REPO=$PWD; DEADLINE=${DEADLINE:-540}
 cp .gpu/pack.part-ab /tmp/w/ && mkdir -p /tmp/w/out
@@ -12,7 +12,7 @@ if grep -q -w cpuid_fault /proc/cpuinfo; then
 else
   SIDE="$B --out /tmp/w/out/bench_app_host.json"
 fi
-RUNS="gpu-24k-lex gpu-24k-words" MAX_TIME=${MAX_TIME:-300} SIDE="$SIDE" bash tools/gpu_run/setup.sh
+RUNS=${RUNS:-"gpu-24k-lex gpu-24k-words"} MAX_TIME=${MAX_TIME:-300} SIDE="$SIDE" bash tools/gpu_run/setup.sh
 cd /tmp/w
 while pgrep -f "lwx_edge train" > /dev/null && [ $((SECONDS - T0)) -lt $DEADLINE ]; do sleep 5; done
 for f in gpu-24k-*.log; do tail -n 4 "$f"; done
