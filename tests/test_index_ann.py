@@ -129,8 +129,8 @@ def test_a_missing_or_damaged_sidecar_is_rebuilt(big, damage):
     with Index.open(ix.path, FakeEncoder()) as again:
         got = [h.id for h in again.search(v[3], top_k=10, approximate=True)]
         assert got[0] == "i3" and len(got) == 10
-        if damage != "stale":
-            assert got == expected
+        if damage != "stale":  # the graph is built on every core, so two builds may differ in a near tie
+            assert len(set(got) & set(expected)) >= 9
     assert side.read_bytes()[:len(_ann.MAGIC)] == _ann.MAGIC
     assert _ann.Graph.load(side, _ann.Graph.header(np.array(sorted(_rowids(ix.path))), DIM, _generation(ix.path)))
 
