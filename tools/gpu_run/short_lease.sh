@@ -12,10 +12,11 @@ if grep -q -w cpuid_fault /proc/cpuinfo; then
 else
   SIDE="$B --out /tmp/w/out/bench_app_host.json"
 fi
-RUNS=${RUNS:-"gpu-24k-lex gpu-24k-words"} MAX_TIME=${MAX_TIME:-300} SIDE="$SIDE" bash tools/gpu_run/setup.sh
+RUNS=${RUNS:-"gpu-24k-lex gpu-24k-words"}
+RUNS="$RUNS" MAX_TIME=${MAX_TIME:-300} SIDE="$SIDE" bash tools/gpu_run/setup.sh
 cd /tmp/w
 while pgrep -f "lwx_edge train" > /dev/null && [ $((SECONDS - T0)) -lt $DEADLINE ]; do sleep 5; done
-for f in gpu-24k-*.log; do tail -n 4 "$f"; done
+for r in $RUNS; do tail -n 4 "$r.log"; done
 SEL=$(python3 - <<'PY'
 import json, pathlib
 def score(rec):
