@@ -61,3 +61,16 @@ def test_a_width_outside_the_layer_is_refused():
     for bad in (0, 17):
         with pytest.raises(ValueError, match="d_ff must be in 1..16"):
             prune_ffn(enc, scores, bad)
+
+
+def test_the_command_line_names_a_missing_bundle_and_a_width_too_large(tmp_path):
+    import subprocess
+
+    tool = Path(__file__).resolve().parents[1] / "tools" / "prune_ffn.py"
+    run = lambda *a: subprocess.run([sys.executable, str(tool), *a, str(tmp_path / "out")],  # noqa: E731
+                                    capture_output=True, text=True, timeout=120)
+    missing = run(str(tmp_path / "nowhere"), "512")
+    assert missing.returncode != 0 and "no such bundle directory" in missing.stderr and "Traceback" not in missing.stderr
+    wide = run("default", "2000")
+    assert wide.returncode != 0 and "d_ff must be in 1..1024" in wide.stderr and "Traceback" not in wide.stderr
+    assert not (tmp_path / "out").exists()

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lwx_edge.checkpoint import save_bundle  # noqa: E402
+from lwx_edge.errors import LwxError  # noqa: E402
 from lwx_edge.model import ModelConfig, SentenceEncoder  # noqa: E402
 from lwx_edge.tokenizer import Tokenizer  # noqa: E402
 from lwx_edge.warmstart import encoder_weights  # noqa: E402
@@ -81,7 +82,12 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=Path("data/corpus"))
     ap.add_argument("--texts", type=int, default=250, help="pairs per train file that score the neurons")
     a = ap.parse_args()
-    state, config, bundle = encoder_weights(a.bundle)
+    try:
+        state, config, bundle = encoder_weights(a.bundle)
+    except LwxError as e:
+        sys.exit(f"error: {e}")
+    if not 0 < a.d_ff <= config.d_ff:
+        sys.exit(f"error: d_ff must be in 1..{config.d_ff} (the bundle's FFN width), got {a.d_ff}")
     encoder = SentenceEncoder(config)
     encoder.load_weights(state)
     tokenizer = Tokenizer(bundle.file("tokenizer.model"), max_len=config.max_len)
