@@ -151,3 +151,15 @@ def test_the_slower_words_recipe_differs_from_the_words_recipe_in_its_learning_r
     slow = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-lr1e-4.json"]).to_dict()
     assert {k for k, v in slow.items() if words[k] != v} == {"lr", "out_dir"}
     assert (words["lr"], slow["lr"]) == (3e-4, 1e-4)
+
+
+def test_the_ffn512_recipe_differs_from_the_words_recipe_in_its_start_and_ffn_width_only():
+    """Issue 14's AVX2 lever trained (tools/gpu_run/README.md): the words recipe from the default cut to an FFN of
+    512 by tools/prune_ffn.py (written to runs/d512 on the GPU machine before the run starts)."""
+    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"]).to_dict()
+    small = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-ffn512.json"])
+    small.validate()
+    small = small.to_dict()
+    assert {k for k, v in small.items() if words[k] != v} == {"init_from", "model", "out_dir"}
+    assert {k for k, v in small["model"].items() if words["model"][k] != v} == {"d_ff"}
+    assert (words["model"]["d_ff"], small["model"]["d_ff"], small["init_from"]) == (1024, 512, "runs/d512")

@@ -1,17 +1,22 @@
 #!/bin/bash
 # A whole GPU session in one call, for a 15-minute lease (README.md beside this file, "second GPU session"): run it as
 # the second call, carrying .gpu/pack.part-ab and .gpu/app_texts.txt, right after a first call copied .gpu/pack.part-aa to /tmp/w.
-# It takes the pack's second piece, the AVX2 app benchmark beside the teacher (if CPUID faulting
-# works there), the recipes in RUNS for MAX_TIME s, then the better run's final bundle as float16 pieces into $OUT/sel.
+# It takes the pack's second piece, the AVX2 app benchmark beside the teacher (unless APP_BENCH=0; if CPUID faulting
+# works there), the recipes in RUNS for MAX_TIME s, then the better run's final bundle (or BRING's, a run's
+# out_dir) as float16 pieces into $OUT/sel. PREP, a command run before the teacher and the runs (cores 0-1), makes
+# what a recipe starts from, e.g. PREP="python3 tools/prune_ffn.py default 512 runs/d512" for gpu-words-ffn512.
 set -x
 T0=$SECONDS; REPO=$PWD; DEADLINE=${DEADLINE:-540}
 cp .gpu/pack.part-ab /tmp/w/ && mkdir -p /tmp/w/out
 B="python3 tools/bench_app.py --backends onnx --rounds 7 --texts-file $REPO/.gpu/app_texts.txt"
-if grep -q -w cpuid_fault /proc/cpuinfo; then
+if [ "${APP_BENCH:-1}" = 0 ]; then
+  SIDE="true"
+elif grep -q -w cpuid_fault /proc/cpuinfo; then
   SIDE="python3 tools/cpuid_mask.py --hide avx512 $B --out /tmp/w/out/bench_app_avx2_host.json; $B --out /tmp/w/out/bench_app_host.json"
 else
   SIDE="$B --out /tmp/w/out/bench_app_host.json"
 fi
+[ -n "${PREP:-}" ] && SIDE="$PREP; $SIDE"
 RUNS=${RUNS:-"gpu-24k-lex gpu-24k-words"}
 RUNS="$RUNS" MAX_TIME=${MAX_TIME:-300} SIDE="$SIDE" bash tools/gpu_run/setup.sh
 cd /tmp/w
@@ -33,6 +38,7 @@ for run in pathlib.Path("runs").iterdir():
 import sys; print(sorted(best), file=sys.stderr); print(max(best)[2] if best else "")
 PY
 )
+[ -n "${BRING:-}" ] && SEL=$(ls -d $BRING/bundle $BRING/best 2>/dev/null | head -1)
 echo "selected: $SEL"
 pkill -f "lwx_edge train"; sleep 1
 [ -n "$SEL" ] && python3 tools/gpu_run/fp16.py pack $SEL $OUT/sel && echo "$SEL" > out/selected.txt
