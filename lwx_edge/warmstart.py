@@ -70,22 +70,6 @@ def dequantize_onnx(path: str | os.PathLike) -> dict[str, np.ndarray]:
             return (q - zp[None, :]) * scale[None, :]
         return (q - zp) * scale
 
-    def bias_after(node) -> str:
-        """Name of the ``*.bias`` initializer added to this node's output (searched a few nodes down)."""
-        queue, seen = deque([(node, 0)]), set()
-        while queue:
-            n, depth = queue.popleft()
-            for name in n.input:
-                if n.op_type == "Add" and name.endswith(".bias") and name in init:
-                    return name
-            if depth < 6:
-                for out in n.output:
-                    for nxt in consumers.get(out, []):
-                        if id(nxt) not in seen:
-                            seen.add(id(nxt))
-                            queue.append((nxt, depth + 1))
-        raise BundleError(f"{path}: cannot tell which layer an int8 weight belongs to")
-
     state = {name: value.astype(np.float32) for name, value in init.items()
              if name.endswith((".bias", ".weight")) and value.dtype == np.float32}
     for table in ("tok", "pos"):
@@ -96,14 +80,36 @@ def dequantize_onnx(path: str | os.PathLike) -> dict[str, np.ndarray]:
         else:
             raise BundleError(f"{path}: no 8-bit {table} embedding table; not an lwx-edge int8 export")
     for node in graph.node:
-        if node.op_type != "MatMulInteger":
+        weight = node.input[1] if len(node.input) > 1 else ""
+        if node.op_type == "MatMul" and weight in init and init[weight].ndim == 2:
+            matrix = init[weight]  # a weight the export kept fp32 (a factorised table's map), [in, out]
+        elif node.op_type == "MatMulInteger":
+            if not weight.endswith("_quantized"):
+                raise BundleError(f"{path}: unexpected int8 weight {weight!r}")
+            matrix = dequant(weight[: -len("_quantized")], axis=1)
+        else:
             continue
-        weight = node.input[1]
-        if not weight.endswith("_quantized"):
-            raise BundleError(f"{path}: unexpected int8 weight {weight!r}")
-        layer = bias_after(node)[: -len(".bias")]
-        state[f"{layer}.weight"] = np.ascontiguousarray(dequant(weight[: -len("_quantized")], axis=1).T)
+        layer = _bias_after(node, init, consumers, path)[: -len(".bias")]
+        state[f"{layer}.weight"] = np.ascontiguousarray(matrix.T)
     return state
+
+
+def _bias_after(node, init: dict, consumers: dict, path) -> str:
+    """Name of the ``*.bias`` initializer added to ``node``'s output (searched a few nodes down): which layer a
+    weight of the program belongs to."""
+    queue, seen = deque([(node, 0)]), set()
+    while queue:
+        n, depth = queue.popleft()
+        for name in n.input:
+            if n.op_type == "Add" and name.endswith(".bias") and name in init:
+                return name
+        if depth < 6:
+            for out in n.output:
+                for nxt in consumers.get(out, []):
+                    if id(nxt) not in seen:
+                        seen.add(id(nxt))
+                        queue.append((nxt, depth + 1))
+    raise BundleError(f"{path}: cannot tell which layer an int8 weight belongs to")
 
 
 def _int4_table(init: dict[str, np.ndarray], path) -> np.ndarray:

@@ -37,7 +37,9 @@ def export(encoder, path: Path, *, int8: bool, max_batch: int, max_len: int, wor
     fp32_path = work / "model.fp32.onnx" if int8 else path
     facts = export_onnx(encoder, fp32_path, max_len=max_len, packed_table=int8)
     if int8:
-        facts.update(quantize(fp32_path, path, work))
+        proj = getattr(encoder, "tok_proj", None)  # a factorised table's [rank -> d] map stays fp32
+        keep = [proj.weight.detach().numpy().T.copy()] if proj is not None else []
+        facts.update(quantize(fp32_path, path, work, keep))
         fp32_path.unlink()
     finalize(path, metadata)
     return facts
@@ -82,12 +84,13 @@ def finalize(path: str | os.PathLike, metadata: dict[str, str]) -> None:
     onnx.save(model, str(path))
 
 
-def quantize(src: str | os.PathLike, dst: str | os.PathLike, workdir: str | os.PathLike) -> dict:
-    """Quantize the ONNX model ``src`` to int8 at ``dst``; returns the manifest fields of the recipe."""
-    from .quantize import ONNX_INT8_RECIPE, quantize_onnx
+def quantize(src: str | os.PathLike, dst: str | os.PathLike, workdir: str | os.PathLike, keep_fp32=()) -> dict:
+    """Quantize the ONNX model ``src`` to int8 at ``dst`` (the MatMuls of the ``keep_fp32`` weights stay fp32);
+    returns the manifest fields of the recipe."""
+    from .quantize import ONNX_FP32_NOTE, ONNX_INT8_RECIPE, quantize_onnx
 
     t0 = time.perf_counter()
-    quantize_onnx(src, dst, workdir)
-    return {"precision": "int8", "quantization": ONNX_INT8_RECIPE,
+    quantize_onnx(src, dst, workdir, keep_fp32)
+    return {"precision": "int8", "quantization": ONNX_INT8_RECIPE + (ONNX_FP32_NOTE if len(keep_fp32) else ""),
             "quantize_seconds": round(time.perf_counter() - t0, 1),
             "onnxruntime_version": package_version("onnxruntime")}

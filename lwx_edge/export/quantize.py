@@ -7,16 +7,23 @@ LayerNorm stays fp32.
 
 ONNX: ORT ``quantize_dynamic`` with QInt8 per-channel weights and ``reduce_range=True`` on MatMul, Gemm and
 Gather. Without ``reduce_range`` the U8S8 kernels saturate on x86 CPUs without VNNI (docs/EXPORT.md §8, pitfall 11).
+A factorised token table's map (``tok_proj``, [rank, d]) stays fp32: with 7-bit weights it alone cost most of the
+int8 error (the FFN-512 default: cosine mean 0.99905 -> 0.99970 without it), for 0.08 M of a token's 3.2 M
+multiply-adds.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 ET_INT8_RECIPE = ("PT2E XNNPACKQuantizer dynamic per-channel int8 linears (symmetric) + 8-bit per-row "
                   "embedding tables (embedding_byte); LayerNorm fp32")
 ONNX_INT8_RECIPE = ("onnxruntime quantize_dynamic: QInt8 per-channel weights, reduce_range=True, "
                     "ops MatMul+Gemm+Gather; activations quantized dynamically (uint8)")
+ONNX_FP32_NOTE = "; the token table's map (tok_proj) kept fp32"
 
 
 def quantize_for_executorch(model, example: tuple, dynamic_shapes):
@@ -43,8 +50,12 @@ def quantize_for_executorch(model, example: tuple, dynamic_shapes):
         return convert_pt2e(prepared)
 
 
-def quantize_onnx(src: str | os.PathLike, dst: str | os.PathLike, workdir: str | os.PathLike) -> None:
-    """Dynamic int8 quantization of an fp32 ONNX model (per-channel QInt8 weights, reduce_range)."""
+def quantize_onnx(src: str | os.PathLike, dst: str | os.PathLike, workdir: str | os.PathLike,
+                  keep_fp32: Sequence[np.ndarray] = ()) -> None:
+    """Dynamic int8 quantization of an fp32 ONNX model (per-channel QInt8 weights, reduce_range). The MatMul
+    nodes whose constant weight equals one of ``keep_fp32`` (as the graph stores it, [in, out]) stay fp32."""
+    import onnx
+    from onnx import numpy_helper
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -52,6 +63,17 @@ def quantize_onnx(src: str | os.PathLike, dst: str | os.PathLike, workdir: str |
     # ORT's symbolic shape inference cannot finish on the dynamo graph (dynamic Range/Reshape); the
     # ONNX shape inference and the graph optimisation of the pre-processing still run.
     quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+    exclude = []
+    if len(keep_fp32):
+        graph = onnx.load(str(pre)).graph
+        init = {t.name: t for t in graph.initializer}
+        for w in keep_fp32:
+            found = [n.name for n in graph.node if n.op_type == "MatMul" and n.input[1] in init
+                     and tuple(init[n.input[1]].dims) == w.shape
+                     and np.array_equal(numpy_helper.to_array(init[n.input[1]]), w)]
+            if len(found) != 1:
+                raise ValueError(f"expected one MatMul with a {list(w.shape)} weight to keep in fp32, found {len(found)}")
+            exclude += found
     quantize_dynamic(str(pre), str(dst), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True,
-                     op_types_to_quantize=["MatMul", "Gemm", "Gather"])
+                     op_types_to_quantize=["MatMul", "Gemm", "Gather"], nodes_to_exclude=exclude)
     pre.unlink(missing_ok=True)
