@@ -174,6 +174,11 @@ def _stage(training: dict, cfg: dict, numbered: int, first: bool) -> list[str]:
                 + (f", as rows of {moved['table_rank']} values and one map to the model's width (its best rank-"
                    f"{moved['table_rank']} form)" if moved.get("table_rank") else "")
                 + "."]
+    cut = training.get("ffn_pruned")
+    if isinstance(cut, dict):
+        out += ["", ("   " if numbered else "") + f"Then its feed-forward layers were cut from {_n(cut.get('of'))} to "
+                f"{_n(cut.get('d_ff'))} neurons without training (`tools/prune_ffn.py`: the most used ones on "
+                f"{_n(cut.get('scored_on_texts'))} training texts kept)."]
     return out
 
 

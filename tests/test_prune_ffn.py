@@ -72,5 +72,35 @@ def test_the_command_line_names_a_missing_bundle_and_a_width_too_large(tmp_path)
     missing = run(str(tmp_path / "nowhere"), "512")
     assert missing.returncode != 0 and "no such bundle directory" in missing.stderr and "Traceback" not in missing.stderr
     wide = run("default", "2000")
-    assert wide.returncode != 0 and "d_ff must be in 1..1024" in wide.stderr and "Traceback" not in wide.stderr
+    assert wide.returncode != 0 and "d_ff must be in 1..512" in wide.stderr and "Traceback" not in wide.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_cut_bundle_keeps_its_sources_training_record_and_the_card_shows_the_cut(tiny_corpus, tmp_path):
+    """The manifest chain continues through a cut (as through lwx-edge transfer): a run started from the cut
+    bundle keeps how its source was trained, and the model card says what was cut, after that stage."""
+    import json
+    import shutil
+    import subprocess
+
+    from conftest import make_tiny_bundle
+
+    from lwx_edge.modelcard import _training
+
+    src = make_tiny_bundle(tiny_corpus, tmp_path / "src")
+    (tmp_path / "corpus" / "everyday").mkdir(parents=True)
+    shutil.copy(tiny_corpus["train_fr"], tmp_path / "corpus" / "everyday" / "train.en-fr.tsv")
+    tool = Path(__file__).resolve().parents[1] / "tools" / "prune_ffn.py"
+    done = subprocess.run([sys.executable, str(tool), str(src), "16", str(tmp_path / "cut"), "--corpus",
+                           str(tmp_path / "corpus"), "--texts", "20"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "cut" / "manifest.json").read_text())["training"]
+    assert record == {"note": "test, seed 0",
+                      "ffn_pruned": {"from": str(src), "d_ff": 16, "of": 64, "scored_on_texts": 40}}
+    assert json.loads((tmp_path / "cut" / "config.json").read_text())["model"]["d_ff"] == 16
+
+    trained = {"step": 120, "elapsed_s": 60, "device": "cuda:0", "config": {"batch_size": 512, "corpus": ["d/ddtp"]}}
+    card = "\n".join(_training({**trained, "ffn_pruned": record["ffn_pruned"]}, trained["config"]))
+    assert "120 steps at batch 512" in card
+    assert card.index("120 steps") < card.index("Then its feed-forward layers were cut from 64 to 16 neurons "
+                                                "without training (`tools/prune_ffn.py`: the most used ones on 40")

@@ -7,7 +7,8 @@ Per layer, a neuron's score is the mass of its activation, sum |silu(W1·x + b1)
 texts (``--texts``: the first lines of shuffled everyday and DDTP train pairs, both sides), times the norm of
 its outgoing weights (its column of W2). The top ``d_ff`` keep their weights, in their order; nothing is
 retrained. Every other weight, the tokenizer and the table's form are kept, so ``lwx-edge train --init-from``
-can continue it (``--set model.d_ff=...``).
+can continue it (``--set model.d_ff=...``; ``recipes/gpu-words-ffn512.json``), and the manifest keeps the source's
+training record with the cut added (``ffn_pruned``).
 """
 from __future__ import annotations
 
@@ -99,8 +100,11 @@ def main() -> None:
     for j, score in enumerate(scores):
         kept = torch.topk(score, a.d_ff).values.sum() / score.sum()
         print(f"layer {j}: kept {a.d_ff} of {config.d_ff} neurons, {100 * kept:.1f}% of the score")
+    cut = {"from": str(a.bundle), "d_ff": a.d_ff, "of": config.d_ff, "scored_on_texts": len(texts)}
+    # the source's training record with the cut added, as lwx-edge transfer does: a run that continues this
+    # bundle keeps the whole chain, and the model card shows the cut after the stage it came from
     save_bundle(small, bundle.file("tokenizer.model"), a.out,
-                {"ffn_pruned_from": str(a.bundle), "d_ff": a.d_ff, "scored_on_texts": len(texts)})
+                {**bundle.manifest.get("training", {}), "ffn_pruned": cut})
     print(f"wrote {a.out}")
 
 
