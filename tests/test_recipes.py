@@ -56,22 +56,33 @@ def _same_run(shipped: dict, recipe: dict, ignore=("out_dir", "teacher_workers")
 def test_the_default_recipe_and_its_gpu_overlays_are_the_ones_the_shipped_model_was_trained_with():
     """The shipped default, read back through its manifest's chain (``started_from``): one run of the README
     recipe with recipes/gpu-24k.json over it (an H100, the everyday 24k tokenizer, batch 512, 600 s), moved to
-    the 128k vocabulary with a rank-160 4-bit table (``lwx-edge transfer``), then 300 s of the README recipe with
-    recipes/gpu-24k-words.json over it on an H200, started from that model."""
+    the 128k vocabulary with a rank-160 4-bit table (``lwx-edge transfer``), 300 s of the README recipe with
+    recipes/gpu-24k-words.json over it on an H200, its FFN cut from 1,024 to 512 neurons (tools/prune_ffn.py),
+    then 320 s of recipes/gpu-words-ffn512.json from that cut model (its best checkpoint, step 7,000)."""
     training = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
-    last = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"]).to_dict()
-    last.update(max_time=300.0, tokenizer="runs/gpu-24k-words/tokenizer.model")  # --set max_time=300; the start's
-    last["model"]["vocab_size"] = 128000                                         # tokenizer, copied into the run
+    last = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-ffn512.json"]).to_dict()
+    last.update(max_time=320.0, tokenizer="runs/gpu-words-ffn512/tokenizer.model")  # --set max_time=320; the
+    last["model"]["vocab_size"] = 128000                                              # start's tokenizer, copied
     _same_run(training["config"], last)
-    assert training["device"] == "cuda:0" and training["step"] == 7757
-    start = training["started_from"]
-    assert start["bundle"] == last["init_from"] == "lwx_edge/default_model"
+    assert training["device"] == "cuda:0" and training["step"] == 7000
+    cut = training["started_from"]
+    assert cut["bundle"] == last["init_from"] == "runs/d512"
+    assert cut["training"]["ffn_pruned"] == {"from": "default", "d_ff": 512, "of": 1024, "scored_on_texts": 4000}
+    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"]).to_dict()
+    words.update(max_time=300.0, tokenizer="runs/gpu-24k-words/tokenizer.model")
+    words["model"]["vocab_size"] = 128000
+    _same_run(cut["training"]["config"], words)
+    assert cut["training"]["step"] == 7757
+    start = cut["training"]["started_from"]
+    assert start["bundle"] == words["init_from"] == "lwx_edge/default_model"
     moved = start["training"]["vocabulary_transfer"]
     assert (moved["vocab_size"], moved["table_bits"], moved["table_rank"]) == (128000, 4, 160)
     assert moved["rows_kept"] == 24000 and moved["rows_weighted_by"].startswith("counts in ")
     first = TrainConfig.from_files([DEFAULT, GPU]).to_dict()
     _same_run(start["training"]["config"], first)
     assert first["init_from"] is None and first["device"] == "cuda"
+    shipped = json.loads((REPO / "lwx_edge" / "default_model" / "config.json").read_text())["model"]
+    assert (shipped["d_ff"], TrainConfig().model.d_ff) == (512, 1024)  # the paper's 1,024 stays the trainer's default
 
 
 def test_the_cpu_continuations_start_from_the_previous_run():
