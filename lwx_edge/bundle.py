@@ -226,9 +226,10 @@ class Bundle:
         except (KeyError, TypeError, ValueError):
             raise BundleError(f"{self.path}: config.json has no valid model.max_len") from None
 
-    def tokenizer(self, max_len: int | None = None, artifact: str | None = None):
+    def tokenizer(self, max_len: int | None = None, artifact: str | None = None, threads: int | None = None):
         """The bundle's :class:`~lwx_edge.tokenizer.Tokenizer` under its text contract (config.json), cut at
-        ``max_len`` (default: :meth:`max_len` of ``artifact``). Refuses a contract this lwx-edge does not apply
+        ``max_len`` (default: :meth:`max_len` of ``artifact``), encoding lists on ``threads`` threads (None:
+        SentencePiece's default, one per hardware thread). Refuses a contract this lwx-edge does not apply
         and a tokenizer with more pieces than the model's vocabulary."""
         from .tokenizer import Tokenizer
 
@@ -246,7 +247,7 @@ class Bundle:
             raise BundleError(f"{self.path}: config.json says pooling {pooling!r}; this lwx-edge pools {POOLING!r}")
         try:
             tokenizer = Tokenizer(self.file(TOKENIZER), max_len=max_len or self.max_len(artifact),
-                                  lower=tok["lowercase"])
+                                  lower=tok["lowercase"], threads=threads)
         except InputError as e:
             raise BundleError(f"{self.path}: {e}") from None
         vocab = self.config["model"].get("vocab_size")

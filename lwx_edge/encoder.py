@@ -99,8 +99,8 @@ class Encoder:
         """Load a bundle directory; with no ``path`` (or ``"default"``) the default model shipped in the package.
 
         ``backend``: "auto" | "onnx" | "executorch" | "torch" (see the module docstring). ``threads``: CPU
-        threads of the runtime (None: the runtime's default). onnxruntime's is per session; ExecuTorch's and
-        torch's thread pools are process-wide. ``precision``: "int8" | "fp32" | None (int8 when present).
+        threads of the runtime and of the tokenizer (None: their defaults, which use every core). onnxruntime's
+        is per session; ExecuTorch's and torch's thread pools are process-wide. ``precision``: "int8" | "fp32" | None (int8 when present).
         ``verify``: check the sha256 of the files used (config, tokenizer, the model file) against the
         manifest. Raises ``BundleError`` for a missing/corrupt bundle or one without a model this backend
         can run, ``BackendUnavailable`` when the runtime is not installed, ``InputError`` for bad arguments.
@@ -123,7 +123,7 @@ class Encoder:
         name, spec, prec = cls._choose(bundle, spec, precision)
         if verify:
             bundle.verify((CONFIG, TOKENIZER, name))
-        tokenizer = bundle.tokenizer(artifact=name)
+        tokenizer = bundle.tokenizer(artifact=name, threads=threads)  # SentencePiece's pool follows threads too
         file = bundle.file(name)
         be = spec.open(file, bundle, threads=threads, max_batch=bundle.artifact(name).get("max_batch"),
                        device=device)

@@ -175,11 +175,15 @@ def _check_layout(sp: spm.SentencePieceProcessor, where: str) -> None:
 class Tokenizer:
     """Loads a trained SentencePiece model; encodes normalised text to ids (head kept at ``max_len``)."""
 
-    def __init__(self, model_path: str | os.PathLike, max_len: int = 200, lower: bool = True):
+    def __init__(self, model_path: str | os.PathLike, max_len: int = 200, lower: bool = True,
+                 threads: int | None = None):
         self.model_path = Path(model_path)
         if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
             raise InputError(f"max_len must be a positive integer, got {max_len!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise InputError(f"threads must be a positive integer or None, got {threads!r}")
         self.max_len = max_len
+        self.threads = threads  # of SentencePiece's list call (None: one per hardware thread, its default)
         self.lower = bool(lower)
         try:
             data = self.model_path.read_bytes()
@@ -264,7 +268,8 @@ class Tokenizer:
             if len(norm) <= _ONE_BY_ONE:
                 all_ids = [self._sp.encode(t, out_type=int) for t in norm]
             else:
-                all_ids = self._sp.encode(norm, out_type=int)
+                pool = {"num_threads": self.threads} if self.threads else {}
+                all_ids = self._sp.encode(norm, out_type=int, **pool)
         except (TypeError, UnicodeError, RuntimeError):  # a list call raises TypeError, one text RuntimeError
             _raise_on_invalid_unicode(norm)
             raise

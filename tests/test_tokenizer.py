@@ -321,3 +321,28 @@ def test_tokenizer_does_not_import_torch():
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 0, r.stderr
+
+
+def test_the_list_call_runs_on_the_threads_asked_for(model_path, tok, monkeypatch):
+    """SentencePiece's list call starts one thread per hardware thread unless told otherwise; an Encoder loaded
+    with ``threads=1`` must not tokenize on every core (issue 14: CPU time above wall time on a 16-core host)."""
+    import sentencepiece as spm
+
+    texts = make_corpus(40, seed=4)
+    one = Tokenizer(model_path, threads=1)
+    seen = []
+    real = spm.SentencePieceProcessor.encode
+    monkeypatch.setattr(spm.SentencePieceProcessor, "encode",
+                        lambda self, x, **kw: seen.append(kw.get("num_threads")) or real(self, x, **kw))
+    assert one.encode(texts).ids == tok.encode(texts).ids  # same ids, whatever the pool
+    assert seen == [1, None]  # the list call: one thread asked for, then SentencePiece's default
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(InputError, match="threads must be a positive integer or None"):
+            Tokenizer(model_path, threads=bad)
+
+
+def test_an_encoder_passes_its_threads_to_the_tokenizer(tiny_bundle):
+    from lwx_edge import Encoder
+
+    assert Encoder.load(tiny_bundle, threads=1, backend="torch").tokenizer.threads == 1
+    assert Encoder.load(tiny_bundle, backend="torch").tokenizer.threads is None
