@@ -100,7 +100,8 @@ class Encoder:
 
         ``backend``: "auto" | "onnx" | "executorch" | "torch" (see the module docstring). ``threads``: CPU
         threads of the runtime and of the tokenizer (None: their defaults, which use every core). onnxruntime's
-        is per session; ExecuTorch's and torch's thread pools are process-wide. ``precision``: "int8" | "fp32" | None (int8 when present).
+        is per session; ExecuTorch's and torch's thread pools are process-wide. ``precision``: "int8" | "fp32" |
+        None (int8 when present).
         ``verify``: check the sha256 of the files used (config, tokenizer, the model file) against the
         manifest. Raises ``BundleError`` for a missing/corrupt bundle or one without a model this backend
         can run, ``BackendUnavailable`` when the runtime is not installed, ``InputError`` for bad arguments.

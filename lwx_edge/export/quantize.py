@@ -72,7 +72,8 @@ def quantize_onnx(src: str | os.PathLike, dst: str | os.PathLike, workdir: str |
                      and tuple(init[n.input[1]].dims) == w.shape
                      and np.array_equal(numpy_helper.to_array(init[n.input[1]]), w)]
             if len(found) != 1:
-                raise ValueError(f"expected one MatMul with a {list(w.shape)} weight to keep in fp32, found {len(found)}")
+                raise ValueError(f"expected one MatMul with a {list(w.shape)} weight to keep in fp32, "
+                                 f"found {len(found)}")
             exclude += found
     quantize_dynamic(str(pre), str(dst), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True,
                      op_types_to_quantize=["MatMul", "Gemm", "Gather"], nodes_to_exclude=exclude)
