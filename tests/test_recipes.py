@@ -174,3 +174,14 @@ def test_the_ffn512_recipe_differs_from_the_words_recipe_in_its_start_and_ffn_wi
     assert {k for k, v in small.items() if words[k] != v} == {"init_from", "model", "out_dir"}
     assert {k for k, v in small["model"].items() if words["model"][k] != v} == {"d_ff"}
     assert (words["model"]["d_ff"], small["model"]["d_ff"], small["init_from"]) == (1024, 512, "runs/d512")
+
+
+def test_the_next_gpu_recipe_continues_the_shipped_512_ffn_default():
+    """tools/gpu_run/README.md's next plan: the third run's recipe again, from the shipped default itself."""
+    ran = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-ffn512.json"]).to_dict()
+    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-ffn512-more.json"]).to_dict()
+    assert {k for k, v in more.items() if ran[k] != v} == {"init_from", "out_dir"}
+    assert more["init_from"] == "lwx_edge/default_model"
+    shipped = json.loads((REPO / "lwx_edge" / "default_model" / "config.json").read_text())["model"]
+    assert {k: more["model"][k] for k in ("d_ff", "table_bits", "table_rank")} == \
+        {k: shipped[k] for k in ("d_ff", "table_bits", "table_rank")} == {"d_ff": 512, "table_bits": 4, "table_rank": 160}
