@@ -329,13 +329,16 @@ def test_the_list_call_runs_on_the_threads_asked_for(model_path, tok, monkeypatc
     import sentencepiece as spm
 
     texts = make_corpus(40, seed=4)
-    one = Tokenizer(model_path, threads=1)
     seen = []
     real = spm.SentencePieceProcessor.encode
     monkeypatch.setattr(spm.SentencePieceProcessor, "encode",
-                        lambda self, x, **kw: seen.append(kw.get("num_threads")) or real(self, x, **kw))
-    assert one.encode(texts).ids == tok.encode(texts).ids  # same ids, whatever the pool
-    assert seen == [1, None]  # the list call: one thread asked for, then SentencePiece's default
+                        lambda self, x, **kw: seen.append((type(x), kw.get("num_threads"))) or real(self, x, **kw))
+    want = tok.encode(texts).ids
+    assert seen == [(list, None)]  # no threads given: one list call, SentencePiece's own pool
+    for threads, calls in ((2, [(list, 2)]), (1, [(str, None)] * 40)):  # one thread: a call per text, no pool
+        seen.clear()
+        assert Tokenizer(model_path, threads=threads).encode(texts).ids == want  # same ids, whatever the pool
+        assert seen == calls
     for bad in (0, -2, 1.5, True):
         with pytest.raises(InputError, match="threads must be a positive integer or None"):
             Tokenizer(model_path, threads=bad)
