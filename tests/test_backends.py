@@ -130,3 +130,45 @@ def test_the_executorch_backend_loads_the_runtime_without_the_compiler():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[-2] == "(512,) False"
+
+
+def _fake_pybindings(monkeypatch, **submodules):
+    """Stand-in ``executorch.extension.pybindings`` package (no ExecuTorch needed) holding these submodules."""
+    import types
+
+    names = ["executorch", "executorch.extension", "executorch.extension.pybindings"]
+    for name in names:
+        mod = types.ModuleType(name)
+        mod.__path__ = []
+        monkeypatch.setitem(sys.modules, name, mod)
+    for key, module in submodules.items():
+        monkeypatch.setitem(sys.modules, f"{names[-1]}.{key}", module)
+
+
+def test_the_executorch_runtime_module_of_older_releases_is_found(monkeypatch):
+    """ExecuTorch 1.2 (built for torch 2.11) names its native module ``_portable_lib``; 1.5 ``_C``."""
+    import types
+
+    from lwx_edge.runtime import executorch_backend
+
+    older, newer = types.ModuleType("older"), types.ModuleType("newer")
+    _fake_pybindings(monkeypatch, _portable_lib=older)
+    assert executorch_backend._native_runtime() is older
+    _fake_pybindings(monkeypatch, _C=newer, _portable_lib=older)
+    assert executorch_backend._native_runtime() is newer
+
+
+def test_a_runtime_that_fails_to_load_shows_its_own_error(monkeypatch):
+    """A ``_C`` that exists but cannot load (built for another torch) is the error to show, not a missing
+    ``_portable_lib``."""
+    from lwx_edge.runtime import executorch_backend
+
+    class BrokenLoad:
+        def find_spec(self, name, path=None, target=None):
+            if name == "executorch.extension.pybindings._C":
+                raise ImportError("_C.so: undefined symbol: materialize_cow_storage")
+
+    _fake_pybindings(monkeypatch)
+    monkeypatch.setattr(sys, "meta_path", [BrokenLoad(), *sys.meta_path])
+    with pytest.raises(ImportError, match="undefined symbol"):
+        executorch_backend._native_runtime()

@@ -159,10 +159,16 @@ def _set_threads(threads: int | None) -> None:
 def _native_runtime():
     """ExecuTorch's native runtime module. Imported directly: ``executorch.runtime`` wraps the same module, but
     importing it (through ``portable_lib``) imports ExecuTorch's whole compiler (``executorch.exir``), which
-    took 31 of the 41 s of a load here (tools/bench_load.py)."""
-    from executorch.extension.pybindings import _C
+    took 31 of the 41 s of a load here (tools/bench_load.py). ExecuTorch 1.2 (the one built for torch 2.11)
+    names it ``_portable_lib``."""
+    import importlib
 
-    return _C
+    try:
+        return importlib.import_module("executorch.extension.pybindings._C")
+    except ModuleNotFoundError as e:  # only a missing _C: a failed load (another torch) is the error to show
+        if e.name != "executorch.extension.pybindings._C":
+            raise
+        return importlib.import_module("executorch.extension.pybindings._portable_lib")
 
 
 def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> ExecuTorchBackend:
