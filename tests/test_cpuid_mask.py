@@ -106,3 +106,11 @@ def test_app_texts_travel_as_a_file_in_order_and_a_short_file_is_refused(tmp_pat
     f.write_text("one\n\nthree\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="needs 3 non-empty lines"):
         bench_app.app_texts(3, path=f)
+
+
+def test_bench_files_record_the_runtime_versions():
+    """An ExecuTorch or onnxruntime other than the pinned one changes the kernels: the files say which ran."""
+    from importlib.metadata import version
+
+    found = bench_app.runtime_versions(("numpy", "no-such-package-lwx"))
+    assert found == {"numpy": version("numpy")}

