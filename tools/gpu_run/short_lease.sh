@@ -38,7 +38,9 @@ for run in pathlib.Path("runs").iterdir():
 import sys; print(sorted(best), file=sys.stderr); print(max(best)[2] if best else "")
 PY
 )
-[ -n "${BRING:-}" ] && SEL=$(ls -d $BRING/bundle $BRING/best 2>/dev/null | head -1)
+if [ -n "${BRING:-}" ]; then  # the run's final bundle if its final evaluation finished, else its best checkpoint
+  for d in "$BRING/bundle" "$BRING/best"; do [ -f "$d/model.safetensors" ] && SEL=$d && break; done
+fi
 echo "selected: $SEL"
 pkill -f "lwx_edge train"; sleep 1
 [ -n "$SEL" ] && python3 tools/gpu_run/fp16.py pack $SEL $OUT/sel && echo "$SEL" > out/selected.txt
