@@ -58,8 +58,16 @@ def test_the_default_recipe_and_its_gpu_overlays_are_the_ones_the_shipped_model_
     recipe with recipes/gpu-24k.json over it (an H100, the everyday 24k tokenizer, batch 512, 600 s), moved to
     the 128k vocabulary with a rank-160 4-bit table (``lwx-edge transfer``), 300 s of the README recipe with
     recipes/gpu-24k-words.json over it on an H200, its FFN cut from 1,024 to 512 neurons (tools/prune_ffn.py),
-    then 320 s of recipes/gpu-words-ffn512.json from that cut model (its best checkpoint, step 7,000)."""
-    training = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
+    then 320 s of recipes/gpu-words-ffn512.json from that cut model (its best checkpoint, step 7,000), then 290 s
+    of recipes/gpu-ffn512-more.json from that model as shipped (its final bundle, step 8,390)."""
+    fourth = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
+    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-ffn512-more.json"]).to_dict()
+    more.update(max_time=290.0, tokenizer="runs/gpu-ffn512-more/tokenizer.model")
+    more["model"]["vocab_size"] = 128000
+    _same_run(fourth["config"], more)
+    assert fourth["device"] == "cuda:0" and fourth["step"] == 8390
+    assert fourth["started_from"]["bundle"] == more["init_from"] == "lwx_edge/default_model"
+    training = fourth["started_from"]["training"]
     last = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-ffn512.json"]).to_dict()
     last.update(max_time=320.0, tokenizer="runs/gpu-words-ffn512/tokenizer.model")  # --set max_time=320; the
     last["model"]["vocab_size"] = 128000                                              # start's tokenizer, copied
