@@ -141,8 +141,11 @@ def _fake_pybindings(monkeypatch, **submodules):
         mod = types.ModuleType(name)
         mod.__path__ = []
         monkeypatch.setitem(sys.modules, name, mod)
-    for key, module in submodules.items():
-        monkeypatch.setitem(sys.modules, f"{names[-1]}.{key}", module)
+    for key in ("_C", "_portable_lib"):  # the real ones, if an earlier test loaded them, must not answer
+        if key in submodules:
+            monkeypatch.setitem(sys.modules, f"{names[-1]}.{key}", submodules[key])
+        else:
+            monkeypatch.delitem(sys.modules, f"{names[-1]}.{key}", raising=False)
 
 
 def test_the_executorch_runtime_module_of_older_releases_is_found(monkeypatch):
