@@ -114,3 +114,11 @@ def test_bench_files_record_the_runtime_versions():
 
     found = bench_app.runtime_versions(("numpy", "no-such-package-lwx"))
     assert found == {"numpy": version("numpy")}
+
+
+@pytest.mark.parametrize("values, message", [("16", "two or more overheads"), ("16,x", "numbers separated by commas"),
+                                             ("16,-1", "two or more overheads >= 0")])
+def test_bench_overhead_refuses_bad_values_before_loading_anything(values, message):
+    done = subprocess.run([sys.executable, str(ROOT / "tools/bench_overhead.py"), "onnx", "--values", values],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and message in done.stderr, done.stderr[-500:]
