@@ -259,7 +259,8 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     batch_res = rounds(systems, batches, "batch")
     single_res = rounds(single_systems, singles, "single")
     res = {"command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "machine": cpu_info(), "versions": runtime_versions(), "threads": args.threads, "bundle": args.bundle, "precision": args.precision,
+           "machine": cpu_info(), "versions": runtime_versions(), "threads": args.threads, "bundle": args.bundle,
+           "precision": args.precision,
            "call_overhead_token_steps": {n: e.backend.call_overhead for n, e in encoders.items()},
            "texts": {"n": len(texts), "batch": args.batch, "source": "Debian short package descriptions "
                      "(apt lists, en/fr/de/es/it), seeded shuffle = arrival order",

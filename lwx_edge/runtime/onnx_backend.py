@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..batching import CALL_OVERHEAD
 from ..errors import BackendUnavailable, BundleError, LwxError
 from .base import BackendSpec
 
@@ -26,10 +27,7 @@ class OnnxBackend:
     """``run(input_ids int64 [n, T], attention_mask int64 [n, T]) -> float32 [n, d]`` with onnxruntime."""
 
     name = "onnx"
-    # What one call costs on its own, in row·token steps: Encoder.embed splits a batch where padding would cost
-    # more than another call (lwx_edge.batching). Measured (README, Benchmarks, "The call overhead"): on the app
-    # workload the 512-FFN default ran 2-8% faster with 4 than with the earlier 16.
-    call_overhead = 4.0
+    call_overhead = CALL_OVERHEAD  # Encoder.embed splits a batch where padding would cost more than a call
 
     def __init__(self, path: str | os.PathLike, threads: int | None = None):
         try:
