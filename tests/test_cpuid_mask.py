@@ -74,15 +74,84 @@ def test_a_real_crash_still_reaches_the_programs_handler():
 
 def test_without_cpuid_faulting_it_says_so(monkeypatch):
     monkeypatch.setattr(cpuid_mask, "cpuid_fault_supported", lambda: False)
-    with pytest.raises(SystemExit, match="cannot make CPUID fault"):
-        cpuid_mask.main(["--hide", "avx512", "true"])
+    with pytest.raises(SystemExit, match="cannot make CPUID fault.*--via libraries"):
+        cpuid_mask.main(["--hide", "avx512", "--via", "cpuid", "true"])
+
+
+def test_without_cpuid_faulting_it_masks_the_libraries(monkeypatch, tmp_path):
+    """auto falls back to the libraries method: cpuinfo preload, numpy and OpenBLAS switches, the marker."""
+    ran = {}
+    monkeypatch.setattr(cpuid_mask, "cpuid_fault_supported", lambda: False)
+    monkeypatch.setattr(cpuid_mask, "build", lambda **kw: ran.setdefault("source", kw["source_path"]) and tmp_path / "m.so")
+    monkeypatch.setattr(cpuid_mask, "torch_include", lambda: tmp_path)
+    monkeypatch.setattr(cpuid_mask.os, "execvpe", lambda f, argv, env: ran.update(argv=argv, env=env))
+    cpuid_mask.main(["--hide", "avx512", "echo", "hi"])
+    env = ran["env"]
+    assert ran["source"].name == "cpuinfo_mask.c" and ran["argv"] == ["echo", "hi"]
+    assert env["LD_PRELOAD"].split()[0] == str(tmp_path / "m.so") and env["LWX_CPUID_HIDE"] == "avx512"
+    assert "X86_V4" in env["NPY_DISABLE_CPU_FEATURES"] and env["OPENBLAS_CORETYPE"] == "Haswell"
+    assert not cpuid_mask.masks_onnxruntime(env["LWX_CPUID_MASK"])
+    assert cpuid_mask.masks_onnxruntime(cpuid_mask.describe("avx512"))
+
+
+def _has_executorch() -> bool:
+    try:
+        import executorch  # noqa: F401
+        return (cpuid_mask.torch_include() / "cpuinfo.h").exists()
+    except (ImportError, SystemExit):
+        return False
+
+
+needs_executorch_avx512 = pytest.mark.skipif(
+    not _has_executorch() or cpuid_mask.shutil.which("cc") is None or not cpuid_mask.has_flag("avx512f"),
+    reason="needs ExecuTorch, PyTorch's cpuinfo.h, a C compiler and an AVX-512 CPU")
+EMBED_WITH_EXECUTORCH = "from lwx_edge import Encoder; Encoder.load(None, backend='executorch').embed(['a test'])"
+
+
+@needs_executorch_avx512
+def test_the_cpuinfo_preload_refuses_an_unknown_level():
+    library = cpuid_mask.build(source_path=cpuid_mask.CPUINFO_SOURCE, include=cpuid_mask.torch_include())
+    env = cpuid_mask.environment(library, "avx512", method="libraries")
+    env["LWX_CPUID_HIDE"] = "sse"
+    proc = subprocess.run([sys.executable, "-c", EMBED_WITH_EXECUTORCH + "; print('ran')"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3 and "ran" not in proc.stdout
+    assert "cpuinfo_mask: LWX_CPUID_HIDE must be avx512 or amx" in proc.stderr
+
+
+@needs_executorch_avx512
+def test_the_libraries_method_reaches_xnnpack_numpy_and_openblas():
+    code = ("from lwx_edge import Encoder; import threadpoolctl;"
+            "from numpy._core._multiarray_umath import __cpu_features__ as f;"
+            "v = Encoder.load(None, backend='executorch', threads=1).embed(['a small test']);"
+            "print(v.shape, f['X86_V4'], f['AVX2']);"
+            "print([d.get('architecture') for d in threadpoolctl.threadpool_info() if d['internal_api'] == 'openblas'])")
+    proc = subprocess.run([sys.executable, str(ROOT / "tools/cpuid_mask.py"), "--hide", "avx512", "--via", "libraries",
+                           sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shape_features, blas = proc.stdout.splitlines()[-2:]
+    assert shape_features == "(1, 512) False True" and blas in ("['Haswell']", "[]")
+    # the preload says where it cleared the flags: XNNPACK's cpuinfo, now without AVX-512
+    assert "cpuinfo_mask: avx512 hidden from the cpuinfo in" in proc.stderr
+    assert "now avx2=1 avx512f=0 avx512vnni=0 amx_int8=0" in proc.stderr
+
+
+def test_a_benchmark_refuses_to_time_onnxruntime_under_a_mask_that_misses_it(monkeypatch):
+    from numpy._core import _multiarray_umath as umath
+
+    monkeypatch.setenv("LWX_CPUID_MASK", cpuid_mask.describe("avx512", "libraries"))
+    # as numpy reports under NPY_DISABLE_CPU_FEATURES: hardware flags kept, AVX-512 dispatch targets off
+    monkeypatch.setattr(umath, "__cpu_features__", {**umath.__cpu_features__, "X86_V4": False, "AVX512_SKX": False})
+    with pytest.raises(SystemExit, match="does not reach onnxruntime"):
+        bench_app.cpu_info()
+    assert bench_app.cpu_info(times_onnx=False)["cpuid_mask"].endswith("--via libraries)")
 
 
 def test_a_mask_marker_without_the_mask_is_refused(monkeypatch):
     monkeypatch.setenv("LWX_CPUID_MASK", cpuid_mask.describe("avx512"))
     from numpy._core._multiarray_umath import __cpu_features__ as seen
 
-    if not seen.get("AVX512F"):
+    if not seen.get("X86_V4"):
         pytest.skip("this CPU has no AVX-512 to hide")
     with pytest.raises(SystemExit, match="still sees what it hides"):
         bench_app.cpu_info()

@@ -27,12 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8", "amx_bf16")
 
 
-def cpu_info() -> dict:
+def cpu_info(times_onnx: bool = True) -> dict:
     """CPU model, core count and the SIMD flags that decide int8 kernels.
 
     Under ``tools/cpuid_mask.py`` the hidden flags are dropped from ``simd`` (the libraries no longer see
     them) and kept in ``simd_hardware``, with ``cpuid_mask`` saying so; numpy's own CPUID check confirms that
-    the mask is active.
+    the mask is active. A benchmark that times onnxruntime (``times_onnx``) stops under a mask that does not
+    reach it (``--via libraries``).
     """
     model, flags = "unknown", set()
     try:
@@ -47,13 +48,18 @@ def cpu_info() -> dict:
     info = {"cpu": model, "cores": os.cpu_count(), "simd": [f for f in FLAGS if f in flags]}
     mask = os.environ.get("LWX_CPUID_MASK")
     if mask:
-        from cpuid_mask import LEVELS, level_of
+        from cpuid_mask import LEVELS, level_of, masks_onnxruntime
         from numpy._core._multiarray_umath import __cpu_features__ as seen
 
         level = level_of(mask)
-        if seen.get({"avx512": "AVX512F", "amx": "AVX512_SPR"}[level]):
+        # numpy's dispatch targets: off under either method (the libraries one leaves the hardware flags)
+        targets = {"avx512": ("X86_V4", "AVX512_SKX"), "amx": ("AVX512_SPR",)}[level]
+        if any(seen.get(t) for t in targets):
             raise SystemExit(f"LWX_CPUID_MASK is set but numpy still sees what it hides: run under "
                              f"tools/cpuid_mask.py --hide {level}")
+        if times_onnx and not masks_onnxruntime(mask):
+            raise SystemExit("this mask does not reach onnxruntime (no CPUID faulting on this CPU): time only "
+                             "ExecuTorch and the teacher under it (bench_app.py --backends executorch)")
         info.update(simd_hardware=info["simd"], cpuid_mask=mask,
                     simd=[f for f in info["simd"] if f not in LEVELS[level][0]])
     return info
@@ -83,7 +89,10 @@ def command_line(script: str) -> str:
     words = ["python", os.path.relpath(script, ROOT)] + sys.argv[1:]
     mask = os.environ.get("LWX_CPUID_MASK")
     if mask:
-        words = ["python", "tools/cpuid_mask.py", "--hide", mask.split(":", 1)[0]] + words
+        from cpuid_mask import masks_onnxruntime
+
+        via = [] if masks_onnxruntime(mask) else ["--via", "libraries"]
+        words = ["python", "tools/cpuid_mask.py", "--hide", mask.split(":", 1)[0], *via] + words
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -92,7 +101,10 @@ def simd_text(machine: dict) -> str:
     text = " ".join(machine["simd"])
     if machine.get("cpuid_mask"):
         hidden = [f for f in machine["simd_hardware"] if f not in machine["simd"]]
-        text += f" (the CPU also has {' '.join(hidden)}, hidden from CPUID by tools/cpuid_mask.py)"
+        from cpuid_mask import masks_onnxruntime
+
+        how = "CPUID" if masks_onnxruntime(machine["cpuid_mask"]) else "numpy, OpenBLAS and XNNPACK"
+        text += f" (the CPU also has {' '.join(hidden)}, hidden from {how} by tools/cpuid_mask.py)"
     return text
 
 
@@ -165,6 +177,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     ap.add_argument("--calibrate", action="store_true", help="fit each backend's per-call overhead")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "bench_app.json")
     args = ap.parse_args()
+    machine = cpu_info(times_onnx="onnx" in args.backends)  # before timing: a mask may not reach onnxruntime
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[k] = str(args.threads)  # before numpy is imported
     import numpy as np
@@ -259,7 +272,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     batch_res = rounds(systems, batches, "batch")
     single_res = rounds(single_systems, singles, "single")
     res = {"command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "machine": cpu_info(), "versions": runtime_versions(), "threads": args.threads, "bundle": args.bundle,
+           "machine": machine, "versions": runtime_versions(), "threads": args.threads, "bundle": args.bundle,
            "precision": args.precision,
            "call_overhead_token_steps": {n: e.backend.call_overhead for n, e in encoders.items()},
            "texts": {"n": len(texts), "batch": args.batch, "source": "Debian short package descriptions "

@@ -43,6 +43,7 @@ def main() -> None:
         sys.exit(f"error: --values takes numbers separated by commas, got {a.values!r}")
     if len(values) < 2 or min(values) < 0:
         sys.exit("error: --values needs two or more overheads >= 0")
+    machine = cpu_info(times_onnx=a.backend == "onnx")
     texts = app_texts(a.texts, path=a.texts_file)
     batches = [texts[i:i + a.batch] for i in range(0, len(texts), a.batch)]
     enc = Encoder.load(a.bundle, backend=a.backend, threads=1)
@@ -62,7 +63,7 @@ def main() -> None:
                        "speed_vs_first_median": round(float(np.median(ref / np.array(seconds[v]))), 4),
                        "cpu_s_per_round": [round(x, 4) for x in seconds[v]]} for v in values}
     res = {"command": command_line(__file__), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "machine": cpu_info(), "versions": runtime_versions(), "threads": 1, "backend": a.backend,
+           "machine": machine, "versions": runtime_versions(), "threads": 1, "backend": a.backend,
            "bundle": a.bundle or "default", "texts": len(texts), "batch": a.batch, "overheads": rows}
     for v, row in rows.items():
         print(f"{a.backend} overhead {v}: {row['sentences_per_s_median']:.0f} sent/s, "
