@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 # What one call of the compiled backends (ONNX, ExecuTorch) costs on its own, in token-steps. Measured on the app
-# workload (README, Benchmarks, "The call overhead"): the 512-FFN default ran 2-8% faster with 4 than with 16.
+# workload (docs/BENCHMARKS.md, "The call overhead"): the 512-FFN default ran 2-8% faster with 4 than with 16.
 CALL_OVERHEAD = 4.0
 
 
