@@ -98,7 +98,7 @@ def build(cache: Path | None = None, source_path: Path = SOURCE, include: Path |
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         raise SystemExit("cpuid_mask: no C compiler (install gcc, or set CC)")
-    source = source_path.read_bytes() + str(include).encode()
+    source = source_path.read_bytes() + (str(include).encode() if include else b"")  # headers: part of the build
     cache = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lwx-edge"
     target = cache / f"{source_path.stem}-{hashlib.sha256(source).hexdigest()[:12]}.so"
     if target.exists():
