@@ -22,6 +22,10 @@ Plus file sizes, peak RSS, and (``--arena``) the planned ExecuTorch activation a
 ``--make-random-bundle`` creates a bundle with the DEFAULT architecture and random weights (speed and size do
 not depend on the weights) and a 16k SentencePiece model trained on Debian's package-description
 translations (apt lists), if BUNDLE does not exist yet. The JSON says which weights were measured.
+
+The app workload of issue 14 (unsorted batches of 32 mixed-length texts in arrival order, the teacher timed in
+the same interleaved rounds, ratio per round, wall and CPU time) is ``tools/bench_app.py``: interleaving needs
+every system in one process, while this tool gives each runtime a fresh one for honest peak RSS.
 """
 from __future__ import annotations
 
