@@ -90,30 +90,63 @@ def retrieval(embed: Callable[[Sequence[str]], np.ndarray], docs_path: str | os.
 
 
 def pair_retrieval(embed: Callable[[Sequence[str]], np.ndarray], pairs: dict[str, tuple[list[str], list[str]]],
-                   max_pairs: int | None = None, diagnostics: bool = False) -> dict:
+                   max_pairs: int | None = None, diagnostics: bool = False,
+                   hits_out: dict[str, np.ndarray] | None = None) -> dict:
     """P@1 both directions for each language's (English texts, translations), row i translating row i:
-    {"en-fr": .., "fr-en": .., ..., "avg": ..}; with ``diagnostics``, also "diag": :func:`space_diagnostics`
-    over all directions (means; the largest k-occurrence)."""
-    out, diags = {}, []
+    {"en-fr": .., "fr-en": .., ..., "avg": .., "ci95": [lo, hi]} (the interval: :func:`avg_interval`); with
+    ``diagnostics``, also "diag": :func:`space_diagnostics` over all directions (means; the largest
+    k-occurrence). ``hits_out`` receives each language's per-pair score (mean of its two directions' hits),
+    for :func:`paired_difference`."""
+    out, diags, scores = {}, [], {}
     for lang, (src, tgt) in pairs.items():
         if max_pairs:
             src, tgt = src[:max_pairs], tgt[:max_pairs]
         if len(src) < 2:
             continue
         es, et = embed(src), embed(tgt)
+        both = []
         for name, q, k in ((f"en-{lang}", es, et), (f"{lang}-en", et, es)):
             hits = nearest(q, k)
-            out[name] = float((hits == np.arange(len(hits))).mean())
+            both.append(hits == np.arange(len(hits)))
+            out[name] = float(both[-1].mean())
             if diagnostics:
                 diags.append(space_diagnostics(q, k, hits))
+        scores[lang] = (both[0].astype(np.float64) + both[1]) / 2
     if out:
         out["avg"] = float(np.mean(list(out.values())))
+        lo, hi = avg_interval(scores)
+        out["ci95"] = [lo, hi]
+    if hits_out is not None:
+        hits_out.update(scores)
     if diags:
         out["diag"] = {"related_cos": float(np.mean([d["related_cos"] for d in diags])),
                        "unrelated_cos": float(np.mean([d["unrelated_cos"] for d in diags])),
                        "never_retrieved": float(np.mean([d["never_retrieved"] for d in diags])),
                        "max_k_occurrence": max(d["max_k_occurrence"] for d in diags)}
     return out
+
+
+Z95 = 1.959964  # two-sided 95% quantile of the normal distribution
+
+
+def avg_interval(scores: dict[str, np.ndarray], other: dict[str, np.ndarray] | None = None) -> tuple[float, float]:
+    """95% interval of "avg" P@1 (each direction weighted equally) from per-pair scores (mean of a pair's two
+    directions' hits, one array per language); with ``other``, of the difference to another system on the same
+    pairs (paired: per-pair differences, so what both get right or wrong cancels). Normal approximation: the
+    variance of each language's mean is its pairs' sample variance / n, languages are independent sets."""
+    diffs = {lang: s - other[lang] if other is not None else s for lang, s in scores.items()}
+    if other is not None and set(other) != set(scores):
+        raise ValueError(f"paired scores need the same languages, got {sorted(scores)} and {sorted(other)}")
+    mean = float(np.mean([d.mean() for d in diffs.values()]))
+    se = float(np.sqrt(sum(d.var(ddof=1) / len(d) for d in diffs.values() if len(d) > 1))) / len(diffs)
+    return mean - Z95 * se, mean + Z95 * se
+
+
+def paired_difference(scores: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> dict:
+    """{"diff": avg P@1 of ``scores`` minus that of ``other`` on the same pairs, "ci95": [lo, hi]}."""
+    diff = float(np.mean([scores[lang].mean() - other[lang].mean() for lang in scores]))
+    lo, hi = avg_interval(scores, other)
+    return {"diff": diff, "ci95": [lo, hi]}
 
 
 def tsv_pairs(path: str | os.PathLike) -> tuple[list[str], list[str]]:
@@ -262,20 +295,24 @@ def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], cor
     pair_sets = {task: {lang: tsv_pairs(Path(pair_dirs[task]) / f"{split}.en-{lang}.tsv")
                         for lang in ("fr", "de", "es", "it")}
                  for task in PAIR_TASKS if task in tasks}
-    results = {}
+    pair_sets.update({field: {lang: ddtp_pairs(docs, lang, field) for lang in ("fr", "de", "es", "it")}
+                      for field in ("short", "doc")} if "xsr" in tasks else {})
+    results, scores = {}, {}
     for name, embed in systems.items():
-        r = {}
+        r, scores[name] = {}, {}
         for task, pairs in pair_sets.items():
-            r[f"xsr_{task}"] = x = pair_retrieval(embed, pairs, diagnostics=True)
-            say(f"{name}: xsr {task} avg P@1 {x['avg']:.4f}, unrelated cos {x['diag']['unrelated_cos']:.3f}")
-        if "xsr" in tasks:
-            for field in ("short", "doc"):
-                r[f"xsr_{field}"] = x = retrieval(embed, docs, field=field, diagnostics=True)
-                say(f"{name}: xsr {field} avg P@1 {x['avg']:.4f}, unrelated cos {x['diag']['unrelated_cos']:.3f}")
+            scores[name][task] = {}
+            r[f"xsr_{task}"] = x = pair_retrieval(embed, pairs, diagnostics=True, hits_out=scores[name][task])
+            say(f"{name}: xsr {task} avg P@1 {x['avg']:.4f} (95% CI {x['ci95'][0]:.4f}-{x['ci95'][1]:.4f}), "
+                f"unrelated cos {x['diag']['unrelated_cos']:.3f}")
         if "cls" in tasks:
             r["cls"] = classification(embed, corpus_dir, split)
             say(f"{name}: cls en->x avg balanced accuracy {r['cls']['avg_en_x']:.4f}")
         results[name] = r
+    first = next(iter(systems), None)
+    for name in list(systems)[1:]:  # every other system against the first, on the same pairs
+        for task, own in scores[name].items():
+            results[name][f"xsr_{task}"]["vs"] = {"system": first, **paired_difference(own, scores[first][task])}
     return results
 
 
@@ -305,6 +342,7 @@ def markdown_table(results: dict, split: str) -> str:
             cells += [f"{cl['avg_en_x']:.3f}" if "avg_en_x" in cl else "–",
                       f"{cl['langs']['en']['balanced_accuracy']:.3f}" if "en" in cl.get("langs", {}) else "–"]
         rows.append(_row(cells))
+    rows += _paired_table(results, xsr)
     if xsr:
         head = ["system"] + [f"{t}: {m}" for t in xsr
                              for m in ("related cos", "unrelated cos", "never retrieved", "max k-occ.")]
@@ -320,6 +358,23 @@ def markdown_table(results: dict, split: str) -> str:
                            f"{d['never_retrieved']:.3f}", str(d["max_k_occurrence"])] if d else ["–"] * 4)
             rows.append(_row(cells))
     return "\n".join(rows)
+
+
+def _paired_table(results: dict, xsr: Sequence[str]) -> list[str]:
+    """Markdown lines: each system's XSR difference from the first system, with its paired 95% interval."""
+    vs = {name: {t: r[f"xsr_{t}"]["vs"] for t in xsr if "vs" in r.get(f"xsr_{t}", {})} for name, r in results.items()}
+    vs = {name: d for name, d in vs.items() if d}
+    if not vs:
+        return []
+    first = next(iter(next(iter(vs.values())).values()))["system"]
+    pct = lambda x: f"{100 * x:+.1f}"  # noqa: E731
+    lines = ["", f"XSR avg P@1 minus {first}'s, in points, on the same pairs (95% interval, paired: a pair both "
+             "systems get right or wrong adds nothing; normal approximation):", "",
+             _row(["system"] + [f"XSR {t}" for t in xsr]), "|" + "---|" * (len(xsr) + 1)]
+    for name, d in vs.items():
+        lines.append(_row([name] + [f"{pct(d[t]['diff'])} ({pct(d[t]['ci95'][0])} to {pct(d[t]['ci95'][1])})"
+                                    if t in d else "–" for t in xsr]))
+    return lines
 
 
 def _row(cells) -> str:

@@ -157,10 +157,15 @@ def test_dialogue_retrieval_on_deduplicated_pairs(tmp_path, corpus):
                         log=lambda m: None, pair_dirs={"dialogue": tmp_path})
     assert res["oracle"]["xsr_dialogue"]["avg"] == 1.0 and res["random"]["xsr_dialogue"]["avg"] < 0.3
     assert set(res["oracle"]["xsr_dialogue"]) == {"en-fr", "fr-en", "en-de", "de-en", "en-es", "es-en",
-                                                  "en-it", "it-en", "avg", "diag"}
+                                                  "en-it", "it-en", "avg", "ci95", "diag"}
+    assert res["oracle"]["xsr_dialogue"]["ci95"] == [1.0, 1.0]  # every pair right: no spread
+    vs = res["random"]["xsr_dialogue"]["vs"]  # the second system against the first, on the same pairs
+    assert vs["system"] == "oracle" and vs["diff"] == pytest.approx(res["random"]["xsr_dialogue"]["avg"] - 1.0)
+    assert vs["ci95"][0] < vs["diff"] < vs["ci95"][1] < 0
     assert res["oracle"]["xsr_dialogue"]["diag"]["never_retrieved"] == 0.0
     table = markdown_table(res, "test")
     assert "| system | XSR dialogue avg |" in table and "| oracle | 1.000 |" in table and "nan" not in table
+    assert "minus oracle's" in table and f"| random | {100 * vs['diff']:+.1f} (" in table
     (tmp_path / "test.en-de.tsv").write_text("one field only\n")
     with pytest.raises(CorpusError, match=r"test.en-de.tsv:1: expected 'english<TAB>translation', got 1 fields"):
         tsv_pairs(tmp_path / "test.en-de.tsv")
@@ -177,3 +182,35 @@ def test_eval_threads_reach_the_teacher(corpus, teacher_threads, tmp_path):
     assert teacher_threads == [1]
     res = json.loads((tmp_path / "e.json").read_text())["results"]
     assert set(res) == {"lwx-edge default", "teacher USE-m v3"}
+
+
+def test_paired_intervals_hold_their_coverage_and_see_a_real_difference():
+    """avg_interval / paired_difference: exact on known scores, and 95% intervals that cover the truth about
+    95% of the time when two systems of equal accuracy are compared on the same pairs."""
+    from lwx_edge.evaluate import avg_interval, paired_difference
+
+    same = {lang: np.array([1.0, 0.5, 0.0, 1.0]) for lang in ("fr", "de")}
+    assert paired_difference(same, same) == {"diff": 0.0, "ci95": [0.0, 0.0]}
+    better = {"fr": np.array([1.0, 1.0, 0.0, 1.0]), "de": same["de"]}  # one pair, half a point each way
+    d = paired_difference(better, same)
+    assert d["diff"] == pytest.approx((0.5 / 4) / 2)  # fr's mean up by 0.125, averaged over two languages
+    assert d["ci95"][0] < d["diff"] < d["ci95"][1]
+    with pytest.raises(ValueError, match="same languages"):
+        paired_difference({"fr": same["fr"]}, same)
+
+    rng = np.random.default_rng(0)
+    langs, n, covered, covered_one = ("fr", "de", "es", "it"), 300, 0, 0
+    for _ in range(400):  # both systems right on a pair with probability 0.8, partly correlated
+        shared = rng.random((4, n, 2)) < 0.8
+        a = {lang: np.where(rng.random((n, 2)) < 0.5, shared[i], rng.random((n, 2)) < 0.8).mean(axis=1)
+             for i, lang in enumerate(langs)}
+        b = {lang: np.where(rng.random((n, 2)) < 0.5, shared[i], rng.random((n, 2)) < 0.8).mean(axis=1)
+             for i, lang in enumerate(langs)}
+        lo, hi = paired_difference(a, b)["ci95"]
+        covered += lo <= 0.0 <= hi
+        lo, hi = avg_interval(a)
+        covered_one += lo <= 0.8 <= hi
+    assert 0.91 <= covered / 400 <= 0.99 and 0.91 <= covered_one / 400 <= 0.99
+    b_worse = {lang: np.clip(x - (rng.random(n) < 0.1) * 0.5, 0, 1) for lang, x in a.items()}  # 5 points lower
+    lo, hi = paired_difference(a, b_worse)["ci95"]
+    assert 0 < lo < 0.05 < hi
