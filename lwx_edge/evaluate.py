@@ -250,15 +250,38 @@ def classification(embed: Callable[[Sequence[str]], np.ndarray], corpus_dir: str
     best = max(scores, key=lambda c: (scores[c], -c))
     head = _classifier(best, sparse).fit(Xtr, ytr)
     out = {"C": best, "dev_en_balanced_accuracy": float(scores[best]), "train_docs": len(ytr), "langs": {}}
+    resampled = {}
     for lang in langs:
         texts, labels = section_docs(d / f"{split}.docs.jsonl", lang)
         if texts:
             pred = head.predict(embed(texts))
+            resampled[lang] = bootstrap_balanced_accuracy(labels, pred)
             out["langs"][lang] = {"n": len(labels), "balanced_accuracy": float(balanced_accuracy_score(labels, pred)),
-                                  "accuracy": float(accuracy_score(labels, pred))}
+                                  "accuracy": float(accuracy_score(labels, pred)),
+                                  "ci95": _percentiles(resampled[lang])}
     xs = [v["balanced_accuracy"] for k, v in out["langs"].items() if k != "en"]
     out["avg_en_x"] = float(np.mean(xs)) if xs else float("nan")
+    if xs:
+        out["avg_en_x_ci95"] = _percentiles(np.mean([r for k, r in resampled.items() if k != "en"], axis=0))
     return out
+
+
+def bootstrap_balanced_accuracy(labels: Sequence, pred: Sequence, reps: int = 1000, seed: int = 0) -> np.ndarray:
+    """Balanced accuracy of ``reps`` resamples (with replacement, seeded) of the scored documents: the spread
+    that the choice of test documents alone gives. A class absent from a resample does not count in it."""
+    classes, y = np.unique(np.asarray(labels), return_inverse=True)
+    hit = np.asarray(pred) == np.asarray(labels)
+    idx = np.random.default_rng(seed).integers(0, len(y), size=(reps, len(y)))
+    k = len(classes)
+    flat = (np.arange(reps)[:, None] * k + y[idx]).ravel()
+    count = np.bincount(flat, minlength=reps * k).reshape(reps, k)
+    right = np.bincount(flat, weights=hit[idx].ravel(), minlength=reps * k).reshape(reps, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nanmean(np.where(count > 0, right / count, np.nan), axis=1)
+
+
+def _percentiles(samples: np.ndarray) -> list[float]:
+    return [float(np.percentile(samples, 2.5)), float(np.percentile(samples, 97.5))]
 
 
 def random_embedder(dim: int = 512, seed: int = 0) -> Callable[[Sequence[str]], np.ndarray]:
@@ -342,6 +365,11 @@ def markdown_table(results: dict, split: str) -> str:
             cells += [f"{cl['avg_en_x']:.3f}" if "avg_en_x" in cl else "–",
                       f"{cl['langs']['en']['balanced_accuracy']:.3f}" if "en" in cl.get("langs", {}) else "–"]
         rows.append(_row(cells))
+    spread = [f"{name} {r['cls']['avg_en_x_ci95'][0]:.3f}–{r['cls']['avg_en_x_ci95'][1]:.3f}"
+              for name, r in results.items() if "avg_en_x_ci95" in r.get("cls", {})]
+    if spread:
+        rows += ["", "cls en→X avg, 95% interval from resampling the scored documents (the head as fitted): "
+                 + "; ".join(spread) + "."]
     rows += _paired_table(results, xsr)
     if xsr:
         head = ["system"] + [f"{t}: {m}" for t in xsr

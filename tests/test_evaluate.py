@@ -92,9 +92,14 @@ def test_reference_systems_rank_as_expected(corpus):
     assert res["oracle"]["xsr_short"]["avg"] > 0.9 and res["oracle"]["cls"]["avg_en_x"] == 1.0
     assert res["random"]["cls"]["avg_en_x"] < 0.7 and res["random"]["xsr_short"]["avg"] < 0.3
     assert set(res["tfidf"]["cls"]["langs"]) == {"en", "fr", "de"}
+    for r in res.values():  # document-resampling intervals around every balanced accuracy
+        for lang in r["cls"]["langs"].values():
+            assert lang["ci95"][0] <= lang["balanced_accuracy"] <= lang["ci95"][1]
+        assert r["cls"]["avg_en_x_ci95"][0] <= r["cls"]["avg_en_x"] <= r["cls"]["avg_en_x_ci95"][1]
     assert res["tfidf"]["cls"]["langs"]["en"]["balanced_accuracy"] == 1.0  # in-language: words match exactly
     table = markdown_table(res, "test")
     assert "| oracle | " in table and "cls en→fr" in table
+    assert f"random {res['random']['cls']['avg_en_x_ci95'][0]:.3f}–" in table
 
 
 def test_random_embedder_is_deterministic():
@@ -214,3 +219,21 @@ def test_paired_intervals_hold_their_coverage_and_see_a_real_difference():
     b_worse = {lang: np.clip(x - (rng.random(n) < 0.1) * 0.5, 0, 1) for lang, x in a.items()}  # 5 points lower
     lo, hi = paired_difference(a, b_worse)["ci95"]
     assert 0 < lo < 0.05 < hi
+
+
+def test_bootstrap_balanced_accuracy_centres_on_the_score_and_narrows_with_more_documents():
+    from sklearn.metrics import balanced_accuracy_score
+
+    from lwx_edge.evaluate import bootstrap_balanced_accuracy
+
+    labels = np.repeat(["a", "b", "c"], [50, 30, 20])
+    assert np.all(bootstrap_balanced_accuracy(labels, labels, reps=50) == 1.0)
+    rng = np.random.default_rng(1)
+    widths = []
+    for n in (100, 1600):
+        y = rng.choice(["a", "b", "c", "d"], size=n, p=[0.4, 0.3, 0.2, 0.1])
+        pred = np.where(rng.random(n) < 0.7, y, rng.choice(["a", "b", "c", "d"], size=n))
+        boot = bootstrap_balanced_accuracy(y, pred)
+        assert abs(np.median(boot) - balanced_accuracy_score(y, pred)) < 0.02
+        widths.append(np.percentile(boot, 97.5) - np.percentile(boot, 2.5))
+    assert 3 < widths[0] / widths[1] < 5.5  # about sqrt(16) = 4
