@@ -275,7 +275,7 @@ class Encoder:
         if progress:
             from tqdm.auto import tqdm
 
-            groups = tqdm(groups, desc="embed", unit="batch", leave=False)
+            groups = tqdm(groups, desc="embed", unit="batch", leave=False, disable=None)  # terminals only
         for idx in groups:
             ids, mask = Tokenizer.pad([enc.ids[i] for i in idx])
             vecs = np.asarray(self.backend.run(ids, mask), dtype=np.float32)

@@ -251,6 +251,21 @@ def test_familiar_api_one_text_empty_list_and_sentence_transformers_names(bundle
     assert enc.get_sentence_embedding_dimension() == enc.dim == batch.shape[1]
 
 
+def test_the_embed_progress_bar_shows_in_terminals_only(bundle, texts, capsys, monkeypatch):
+    """``progress=True`` draws a transient bar on a terminal; in a log file (``lwx-edge eval ... 2> log``) one bar
+    per call would be noise, so a stderr that is not a terminal gets none."""
+    enc = Encoder.load(bundle, precision="fp32")
+    plain = enc.embed(texts[:40], batch_size=8)
+    capsys.readouterr()
+    assert np.array_equal(enc.embed(texts[:40], batch_size=8, progress=True), plain)
+    assert "embed" not in capsys.readouterr().err  # pytest's captured stderr is not a terminal
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    enc.embed(texts[:40], batch_size=8, progress=True)
+    assert "embed" in capsys.readouterr().err
+
+
 def test_bad_paths_and_arguments(bundle, tmp_path):
     with pytest.raises(BundleError, match="no such bundle|does not exist|not found"):
         Encoder.load(tmp_path / "nowhere")
