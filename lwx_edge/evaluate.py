@@ -134,9 +134,9 @@ def avg_interval(scores: dict[str, np.ndarray], other: dict[str, np.ndarray] | N
     directions' hits, one array per language); with ``other``, of the difference to another system on the same
     pairs (paired: per-pair differences, so what both get right or wrong cancels). Normal approximation: the
     variance of each language's mean is its pairs' sample variance / n, languages are independent sets."""
-    diffs = {lang: s - other[lang] if other is not None else s for lang, s in scores.items()}
     if other is not None and set(other) != set(scores):
         raise ValueError(f"paired scores need the same languages, got {sorted(scores)} and {sorted(other)}")
+    diffs = {lang: s - other[lang] if other is not None else s for lang, s in scores.items()}
     mean = float(np.mean([d.mean() for d in diffs.values()]))
     se = float(np.sqrt(sum(d.var(ddof=1) / len(d) for d in diffs.values() if len(d) > 1))) / len(diffs)
     return mean - Z95 * se, mean + Z95 * se
@@ -306,7 +306,8 @@ def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], cor
                   pair_dirs: dict[str, str | os.PathLike] | None = None) -> dict:
     """Every task for every system on one split: {system: {"xsr_short": {...}, "xsr_doc": {...}, "cls": {...},
     "xsr_dialogue": {...}, "xsr_everyday": {...}}}. A task of :data:`PAIR_TASKS` is retrieval on
-    ``pair_dirs[task]/{split}.en-xx.tsv``. Every retrieval task carries the space diagnostics ("diag").
+    ``pair_dirs[task]/{split}.en-xx.tsv``. Every retrieval task carries the space diagnostics ("diag") and a
+    95% interval ("ci95"); every system after the first also its paired difference from the first ("vs").
     Each result line is logged (INFO); ``log``, if given, receives it too."""
     from pathlib import Path
 
