@@ -98,12 +98,13 @@ static void check_layout(const struct cpuinfo_x86_isa *isa) {
     }
 }
 
+/* avx512: every AVX-512 subset, then what both levels hide (AMX, AVX-VNNI, AVX512-FP16). */
 static void hide(struct cpuinfo_x86_isa *isa, const char *level) {
     if (strcmp(level, "avx512") == 0) {
         isa->avx512f = isa->avx512pf = isa->avx512er = isa->avx512cd = isa->avx512dq = false;
         isa->avx512bw = isa->avx512vl = isa->avx512ifma = isa->avx512vbmi = isa->avx512vbmi2 = false;
         isa->avx512bitalg = isa->avx512vpopcntdq = isa->avx512vnni = isa->avx512bf16 = false;
-        isa->avx512fp16 = isa->avx512vp2intersect = isa->avx512_4vnniw = isa->avx512_4fmaps = false;
+        isa->avx512vp2intersect = isa->avx512_4vnniw = isa->avx512_4fmaps = false;
         isa->avx10_1 = isa->avx10_2 = false;
     }
     isa->amx_bf16 = isa->amx_tile = isa->amx_int8 = isa->amx_fp16 = false;
