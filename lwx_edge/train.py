@@ -70,7 +70,7 @@ class TrainConfig:
     mono: list[str] = field(default_factory=list)         # monolingual files train.{lang}.txt
     dev_pairs: list[str] = field(default_factory=list)    # parallel files for the dev loss
     dev_docs: str | None = None                           # DDTP {split}.docs.jsonl for retrieval P@1
-    dev_xsr: list[str] = field(default_factory=list)      # more parallel dev files (dev.*.tsv): P@1, always capped
+    dev_xsr: list[str] = field(default_factory=list)      # parallel dev sets (dirs of dev.*.tsv, or files): P@1 each, capped
     out_dir: str = "runs/lwx"
     tokenizer: str | None = None                          # reuse a SentencePiece model; else train one
     init_from: str | None = None                          # start from this bundle's encoder (and tokenizer)
@@ -273,6 +273,25 @@ def expand(paths: list[str], pattern: str) -> list[str]:
         else:
             out.append(str(p))
     return out
+
+
+def dev_sets(entries: list[str]) -> list[tuple[str, dict[str, tuple[list[str], list[str]]]]]:
+    """The retrieval sets of ``dev_xsr``: one per entry (a directory's ``dev.*.tsv*`` files, or one file), named
+    after it, {lang: (English texts, translations)}. Scored apart, so a small set is not cut off by a large one's
+    per-language cap."""
+    from .data.corpus import langs_from_name
+    from .evaluate import tsv_pairs
+
+    sets = []
+    for entry in entries:
+        pairs: dict[str, tuple[list[str], list[str]]] = {}
+        for path in expand([entry], "dev.*.tsv*"):
+            src, tgt = tsv_pairs(path)
+            lang = langs_from_name(path)[1]
+            prev = pairs.get(lang, ([], []))
+            pairs[lang] = (prev[0] + src, prev[1] + tgt)
+        sets.append((Path(entry).name if Path(entry).is_dir() else Path(entry).stem, pairs))
+    return sets
 
 
 def _read_pairs(paths: list[str], say, pattern: str = "train.*.tsv*") -> list:
@@ -655,24 +674,22 @@ class Trainer:
                                max_pairs=None if full else self.cfg.dev_max_pairs)
             rec.update({f"dev/p@1/{k}": v for k, v in scores.items() if k != "ci95"})
         if self.cfg.dev_xsr:
-            from .data.corpus import langs_from_name
-            from .evaluate import pair_retrieval, tsv_pairs
+            from .evaluate import pair_retrieval
 
-            pairs = {}
-            for path in expand(self.cfg.dev_xsr, "dev.*.tsv*"):
-                src, tgt = tsv_pairs(path)
-                lang = langs_from_name(path)[1]
-                prev = pairs.get(lang, ([], []))
-                pairs[lang] = (prev[0] + src, prev[1] + tgt)
-            scores = pair_retrieval(lambda t: enc.embed(t, batch_size=128), pairs, max_pairs=self.cfg.dev_max_pairs)
-            rec.update({f"dev/xsr@1/{k}": v for k, v in scores.items() if k != "ci95"})
+            for i, (name, pairs) in enumerate(dev_sets(self.cfg.dev_xsr)):
+                scores = pair_retrieval(lambda t: enc.embed(t, batch_size=128), pairs,
+                                        max_pairs=self.cfg.dev_max_pairs)
+                key = "dev/xsr@1" if i == 0 else f"dev/xsr@1/{name}"
+                rec.update({f"{key}/{k}": v for k, v in scores.items() if k != "ci95"})
+        if self.cfg.dev_docs or self.cfg.dev_xsr:
+            rec["dev/score"] = self._score(rec)
         self.model.train()
         return rec
 
     def _score(self, rec: dict) -> float:
-        """Selection score: mean dev P@1 of the retrieval sets (DDTP short descriptions, ``dev_xsr``), else
-        minus the dev loss."""
-        p = [rec[k] for k in ("dev/p@1/avg", "dev/xsr@1/avg") if k in rec]
+        """Selection score: mean dev P@1 of the retrieval sets (DDTP short descriptions and each ``dev_xsr``
+        entry, weighted equally), else minus the dev loss."""
+        p = [v for k, v in rec.items() if k == "dev/p@1/avg" or (k.startswith("dev/xsr@1/") and k.endswith("/avg"))]
         return sum(p) / len(p) if p else -rec.get("dev/loss", 0.0)
 
     def _save(self, final: bool = False) -> None:

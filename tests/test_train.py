@@ -226,8 +226,30 @@ def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_pa
     assert 0 <= result["dev/xsr@1/avg"] <= 1 and {"dev/xsr@1/en-fr", "dev/xsr@1/fr-en"} <= set(result)
     evals = [json.loads(x) for x in open(tmp_path / "run" / "metrics.jsonl") if "dev/xsr@1/avg" in x]
     assert trainer._score(evals[0]) == pytest.approx((evals[0]["dev/p@1/avg"] + evals[0]["dev/xsr@1/avg"]) / 2)
+    assert evals[0]["dev/score"] == pytest.approx(trainer._score(evals[0]))
     # the output-space KD loss is 2 - 2·cos: well below 2 means the student points towards the teacher
     assert m[60]["mono"] < 1.0 and m[60]["kd"] < 1.5
+
+
+def test_each_dev_xsr_entry_is_its_own_retrieval_set_and_counts_once_in_the_score(tmp_path):
+    """A small dev set next to a large one is scored apart (pooled, the large set's cap would cut it off) and
+    weighs as much in the selection score."""
+    from lwx_edge.train import Trainer, dev_sets
+
+    big, small = tmp_path / "everyday", tmp_path / "conversation"
+    big.mkdir()
+    small.mkdir()
+    (big / "dev.en-fr.tsv").write_text("".join(f"big {i}\tgrand {i}\n" for i in range(30)))
+    (small / "dev.en-fr.tsv").write_text("".join(f"small {i}\tpetit {i}\n" for i in range(5)))
+    (small / "dev.en-de.tsv").write_text("".join(f"small {i}\tklein {i}\n" for i in range(4)))
+    sets = dev_sets([str(big), str(small)])
+    assert [name for name, _ in sets] == ["everyday", "conversation"]
+    assert len(sets[0][1]["fr"][0]) == 30 and sorted(sets[1][1]) == ["de", "fr"]
+    assert sets[1][1]["de"] == ([f"small {i}" for i in range(4)], [f"klein {i}" for i in range(4)])
+    rec = {"dev/p@1/avg": 0.9, "dev/xsr@1/avg": 0.6, "dev/xsr@1/en-fr": 0.1, "dev/xsr@1/conversation/avg": 0.3,
+           "dev/xsr@1/conversation/en-fr": 0.0, "dev/loss": 5.0}
+    assert Trainer._score(None, rec) == pytest.approx((0.9 + 0.6 + 0.3) / 3)
+    assert Trainer._score(None, {"dev/loss": 5.0}) == -5.0
 
 
 @pytest.mark.parametrize("args, message", [

@@ -24,7 +24,9 @@ while pgrep -f "lwx_edge train" > /dev/null && [ $((SECONDS - T0)) -lt $DEADLINE
 for r in $RUNS; do tail -n 4 "$r.log"; done
 SEL=$(python3 - <<'PY'
 import json, pathlib
-def score(rec):
+def score(rec):  # the trainer's selection score (Trainer._score)
+    if "dev/score" in rec:
+        return rec["dev/score"]
     p = [rec[k] for k in ("dev/p@1/avg", "dev/xsr@1/avg") if k in rec]
     return sum(p) / len(p) if p else -1
 best = []
@@ -33,7 +35,7 @@ for run in pathlib.Path("runs").iterdir():
     if final.exists() and (run / "bundle" / "model.safetensors").exists():
         best.append((1, score(json.loads(final.read_text())), f"{run}/bundle"))
     elif (run / "best" / "model.safetensors").exists():
-        recs = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if "dev/p@1/avg" in l]
+        recs = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if "dev/p@1/avg" in l or "dev/score" in l]
         best.append((0, max(map(score, recs)), f"{run}/best"))
 import sys; print(sorted(best), file=sys.stderr); print(max(best)[2] if best else "")
 PY
