@@ -61,6 +61,10 @@ class LossWeights:
     rel: float = 0.0        # relational KD: cosine matrices of u, v against the teacher's (batch-level)
 
 
+CHOICES = {"teacher": ("use", "none"), "token_init": ("teacher", "random"), "kd_space": ("projection", "output"),
+           "schedule": ("paper", "linear"), "batch_group": ("none", "lang")}
+
+
 @dataclass
 class TrainConfig:
     """Everything a run needs. Defaults follow [R] (docs/METHOD.md §4): batch 128, Adam(amsgrad) lr 1e-3
@@ -81,6 +85,7 @@ class TrainConfig:
     mono_batch_size: int = 64
     mono_max_per_lang: int | None = None                  # seeded sample of each monolingual file (None: all)
     bucket: int = 50                                      # sort runs of this many batches by length (0 = off)
+    batch_group: str = "none"                             # none | lang: one language pair per batch (harder negatives)
     lr: float = 1e-3
     weight_decay: float = 1e-5
     warmup_steps: int = 1999
@@ -186,6 +191,9 @@ class TrainConfig:
             w = getattr(self.weights, f.name)
             if not (math.isfinite(w) and w >= 0):
                 bad.append(f"weights.{f.name} must be a number >= 0, got {w}")
+        for key, allowed in CHOICES.items():
+            if getattr(self, key) not in allowed:
+                bad.append(f"unknown {key} {getattr(self, key)!r} (use {' or '.join(map(repr, allowed))})")
         bad += _model_problems(self.model)
         if bad:
             raise LwxError("invalid training config: " + "; ".join(bad))
@@ -421,14 +429,8 @@ class Trainer:
         if not cfg.corpus:
             raise LwxError("no training corpus given (--corpus FILE, a *.en-xx.tsv file)")
         use_teacher = cfg.teacher != "none" and (cfg.weights.kd or cfg.weights.mono)
-        if cfg.teacher not in ("use", "none"):
-            raise LwxError(f"unknown teacher {cfg.teacher!r} (use 'use' or 'none')")
-        if cfg.token_init not in ("teacher", "random"):
-            raise LwxError(f"unknown token_init {cfg.token_init!r} (use 'teacher' or 'random')")
-        if cfg.kd_space not in ("projection", "output"):
-            raise LwxError(f"unknown kd_space {cfg.kd_space!r} (use 'projection' or 'output')")
-        if cfg.schedule not in ("paper", "linear"):
-            raise LwxError(f"unknown schedule {cfg.schedule!r} (use 'paper' or 'linear')")
+        if cfg.batch_group != "none" and not cfg.bucket:
+            raise LwxError("batch_group needs bucket > 0 (batches are grouped inside each bucket)")
         torch.manual_seed(cfg.seed)
 
         start = self._start_weights() if cfg.init_from else None
@@ -455,7 +457,8 @@ class Trainer:
         teacher_dim = None
         if use_teacher:
             teacher_vecs, mono_vecs, teacher_dim = self._teacher_vectors(data.src_text, mono_texts)
-        self.batcher = PairBatcher(data, cfg.batch_size, maskable, cfg.seed, teacher_vecs, cfg.bucket)
+        groups = np.unique(data.pair_lang, return_inverse=True)[1] if cfg.batch_group == "lang" else None
+        self.batcher = PairBatcher(data, cfg.batch_size, maskable, cfg.seed, teacher_vecs, cfg.bucket, groups)
         self.dev_batcher = (PairBatcher(dev, min(cfg.batch_size, len(dev)), maskable, cfg.seed + 1)
                             if len(dev) >= 2 else None)
         self.mono = None

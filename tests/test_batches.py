@@ -83,3 +83,21 @@ def test_bucketing_groups_similar_lengths_and_still_covers_the_epoch():
     seen = np.concatenate([bucketed.indices(0, i) for i in range(bucketed.steps_per_epoch)])
     assert len(set(seen.tolist())) == 400
     assert np.array_equal(bucketed.indices(1, 3), PairBatcher(d, 8, MASKABLE, seed=1, bucket=10).indices(1, 3))
+
+
+def test_grouped_batches_hold_one_language_pair_and_still_cover_the_epoch():
+    rng = np.random.default_rng(0)
+    langs = rng.choice(["en-fr", "en-de", "en-es", "en-it"], 400)
+    d = TokenizedPairs([np.full(int(k), 4) for k in rng.integers(1, 60, 400)], [np.full(3, 5)] * 400,
+                       [""] * 400, [""] * 400, list(langs))
+    groups = np.unique(langs, return_inverse=True)[1]
+    mixed = PairBatcher(d, 8, MASKABLE, seed=1, bucket=10)
+    grouped = PairBatcher(d, 8, MASKABLE, seed=1, bucket=10, groups=groups)
+    one_lang = lambda b: np.mean([len(set(groups[b.indices(0, i)])) == 1 for i in range(b.steps_per_epoch)])  # noqa: E731
+    assert one_lang(mixed) < 0.05 and one_lang(grouped) > 0.7  # only a run's group boundaries mix
+    seen = np.concatenate([grouped.indices(0, i) for i in range(grouped.steps_per_epoch)])
+    assert len(set(seen.tolist())) == 400
+    with pytest.raises(Exception, match="bucket > 0"):
+        PairBatcher(d, 8, MASKABLE, groups=groups)
+    with pytest.raises(Exception, match="one value per pair"):
+        PairBatcher(d, 8, MASKABLE, bucket=10, groups=groups[:10])

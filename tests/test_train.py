@@ -255,6 +255,9 @@ def test_each_dev_xsr_entry_is_its_own_retrieval_set_and_counts_once_in_the_scor
 @pytest.mark.parametrize("args, message", [
     (["--corpus", "missing.en-fr.tsv"], "missing.en-fr.tsv: no such corpus file"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "kd_space=cosine"], "unknown kd_space 'cosine'"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_group=source"], "unknown batch_group 'source'"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_group=lang", "--set", "bucket=0"],
+     "batch_group needs bucket > 0"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "schedule=cosine"], "unknown schedule 'cosine'"),
     (["--corpus", "x.tsv", "--set", "bogus=1"], "unknown config key 'bogus'"),
     (["--corpus", "x.tsv", "--set", "model.d_model=abc"], "config key 'model.d_model' expects int, got 'abc'"),

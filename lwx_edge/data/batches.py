@@ -82,14 +82,20 @@ class PairBatcher:
 
     With ``bucket`` > 0, each run of ``bucket`` batches of the shuffled order is sorted by length before
     it is cut into batches, and the batches are then shuffled: far less padding, still random batches.
+    With ``groups`` (one integer per pair, e.g. its language pair), the run is sorted by group first, so a batch
+    holds pairs of one group wherever the run has a batch's worth of it: harder in-batch negatives for the
+    alignment losses (a French sentence is no longer told apart from German ones).
     """
 
     def __init__(self, data: TokenizedPairs, batch_size: int, maskable: np.ndarray, seed: int = 0,
-                 teacher: np.ndarray | None = None, bucket: int = 0):
+                 teacher: np.ndarray | None = None, bucket: int = 0, groups: np.ndarray | None = None):
         if len(data) < batch_size:
             raise InputError(f"the corpus has {len(data)} usable pairs, fewer than one batch ({batch_size})")
+        if groups is not None and (len(groups) != len(data) or not bucket):
+            raise InputError(f"groups need one value per pair ({len(data)}, got {len(groups)}) and bucket > 0 "
+                             f"(got {bucket})")
         self.data, self.batch_size, self.maskable, self.seed, self.teacher = data, batch_size, maskable, seed, teacher
-        self.bucket = bucket
+        self.bucket, self.groups = bucket, groups
         self.lengths = np.array([max(len(a), len(b)) for a, b in zip(data.src, data.tgt)])
         self._epoch_order: tuple[int, np.ndarray] | None = None
 
@@ -103,12 +109,16 @@ class PairBatcher:
             order = rng.permutation(len(self.data))
             if self.bucket:
                 chunk = self.batch_size * self.bucket
-                order = np.concatenate([c[np.argsort(self.lengths[c], kind="stable")]
-                                        for c in np.split(order, range(chunk, len(order), chunk))])
+                order = np.concatenate([c[self._sorted(c)] for c in np.split(order, range(chunk, len(order), chunk))])
                 batches = order[:self.steps_per_epoch * self.batch_size].reshape(-1, self.batch_size)
                 order = batches[rng.permutation(len(batches))].reshape(-1)
             self._epoch_order = (epoch, order)
         return self._epoch_order[1]
+
+    def _sorted(self, chunk: np.ndarray) -> np.ndarray:
+        if self.groups is None:
+            return np.argsort(self.lengths[chunk], kind="stable")
+        return np.lexsort((self.lengths[chunk], self.groups[chunk]))
 
     def indices(self, epoch: int, i: int) -> np.ndarray:
         return self._order(epoch)[i * self.batch_size:(i + 1) * self.batch_size]
