@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from typing import Callable, Sequence
 
 import numpy as np
@@ -298,7 +299,7 @@ def random_embedder(dim: int = 512, seed: int = 0) -> Callable[[Sequence[str]], 
     return embed
 
 
-PAIR_TASKS = ("dialogue", "everyday")  # retrieval on {split}.en-xx.tsv files of a corpus dir
+PAIR_TASKS = ("dialogue", "everyday", "conversation")  # retrieval on {split}.en-xx.tsv files of a corpus dir
 
 
 def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], corpus_dir: str | os.PathLike,
@@ -317,7 +318,8 @@ def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], cor
 
     docs = Path(corpus_dir) / f"{split}.docs.jsonl"
     pair_sets = {task: {lang: tsv_pairs(Path(pair_dirs[task]) / f"{split}.en-{lang}.tsv")
-                        for lang in ("fr", "de", "es", "it")}
+                        for lang in ("fr", "de", "es", "it")
+                        if (Path(pair_dirs[task]) / f"{split}.en-{lang}.tsv").is_file()}
                  for task in PAIR_TASKS if task in tasks}
     pair_sets.update({field: {lang: ddtp_pairs(docs, lang, field) for lang in ("fr", "de", "es", "it")}
                       for field in ("short", "doc")} if "xsr" in tasks else {})
@@ -340,7 +342,7 @@ def evaluate_ddtp(systems: dict[str, Callable[[Sequence[str]], np.ndarray]], cor
     return results
 
 
-XSR_COLUMNS = ("short", "doc", "dialogue", "everyday")
+XSR_COLUMNS = ("short", "doc", "dialogue", "everyday", "conversation")
 
 
 def markdown_table(results: dict, split: str) -> str:
@@ -355,7 +357,8 @@ def markdown_table(results: dict, split: str) -> str:
     rows = [f"DDTP {split} split: XSR = cosine P@1 (en↔X, both directions, pool = all texts of the split); "
             "dialogue = the same on the Wesnoth campaigns' dialogue of the split; everyday = the same on the "
             "everyday corpus's split (game dialogue and story text, split by gettext domain; FreeDroid RPG held "
-            "out whole); cls = balanced accuracy over 8 Debian sections, logistic head fitted on English train "
+            "out whole); conversation = the same on short conversational lines of games no corpus trains on, split "
+            "by game (test: Fish Fillets NG; dev: FreeDink, Adonthell, The Question); cls = balanced accuracy over 8 Debian sections, logistic head fitted on English train "
             "docs, C chosen on English dev.", "", _row(head), "|" + "---|" * len(head)]
     for name, r in results.items():
         cells = [name] + [f"{r[f'xsr_{t}']['avg']:.3f}" if f"xsr_{t}" in r else "–" for t in xsr]
@@ -372,6 +375,7 @@ def markdown_table(results: dict, split: str) -> str:
         rows += ["", "cls en→X avg, 95% interval from resampling the scored documents (the head as fitted): "
                  + "; ".join(spread) + "."]
     rows += _paired_table(results, xsr)
+    rows += _direction_table(results, [t for t in DIRECTION_TASKS if t in xsr])
     if xsr:
         head = ["system"] + [f"{t}: {m}" for t in xsr
                              for m in ("related cos", "unrelated cos", "never retrieved", "max k-occ.")]
@@ -403,6 +407,22 @@ def _paired_table(results: dict, xsr: Sequence[str]) -> list[str]:
     for name, d in vs.items():
         lines.append(_row([name] + [f"{pct(d[t]['diff'])} ({pct(d[t]['ci95'][0])} to {pct(d[t]['ci95'][1])})"
                                     if t in d else "–" for t in xsr]))
+    return lines
+
+
+DIRECTION_TASKS = ("conversation",)  # tasks whose markdown also shows every direction (issue 35's acceptance)
+
+
+def _direction_table(results: dict, tasks: Sequence[str]) -> list[str]:
+    """Markdown lines: P@1 of every direction (en→X and X→en) per system, one table per task."""
+    lines = []
+    for task in tasks:
+        dirs = [k for k in next(r[f"xsr_{task}"] for r in results.values() if f"xsr_{task}" in r)
+                if re.fullmatch(r"[a-z]{2}-[a-z]{2}", k)]
+        lines += ["", f"XSR {task}, P@1 per direction:", "", _row(["system"] + [d.replace("-", "→") for d in dirs]),
+                  "|" + "---|" * (len(dirs) + 1)]
+        lines += [_row([name] + [f"{r[f'xsr_{task}'][d]:.3f}" if d in r[f"xsr_{task}"] else "–" for d in dirs])
+                  for name, r in results.items() if f"xsr_{task}" in r]
     return lines
 
 

@@ -110,14 +110,15 @@ def test_random_embedder_is_deterministic():
 
 @pytest.mark.parametrize("args, message", [
     (["--split", "train"], "--split must be dev or test"),
-    (["--tasks", "bleu"], "--tasks takes xsr, cls, dialogue and/or everyday"),
+    (["--tasks", "bleu"], "--tasks takes xsr, cls, dialogue, everyday, conversation"),
     (["--refs", "gpt"], "--refs takes teacher, tfidf, random"),
     (["--corpus", "nowhere"], "no test.docs.jsonl"),
-    (["--tasks", "dialogue"], "nowhere: no test.en-fr.tsv (build it with: lwx-edge data dialogue"),
-    (["--tasks", "everyday"], "nowhere: no test.en-fr.tsv (build it with: lwx-edge data everyday"),
+    (["--tasks", "dialogue"], "nowhere: no test.en-xx.tsv (build it with: lwx-edge data dialogue"),
+    (["--tasks", "everyday"], "nowhere: no test.en-xx.tsv (build it with: lwx-edge data everyday"),
+    (["--tasks", "conversation"], "nowhere: no test.en-xx.tsv (build it with: lwx-edge data conversation"),
 ])
 def test_cli_eval_errors(args, message, tmp_path):
-    if args[0] == "--tasks" and args[1] in ("dialogue", "everyday"):  # a DDTP corpus dir, but no pair corpus
+    if args[0] == "--tasks" and args[1] in ("dialogue", "everyday", "conversation"):  # a DDTP corpus dir, but no pair corpus
         (tmp_path / "test.docs.jsonl").write_text("")
         args = [*args, "--corpus", str(tmp_path), f"--{args[1]}", str(tmp_path / "nowhere")]
     r = subprocess.run([sys.executable, "-m", "lwx_edge", "eval", "default", *args], capture_output=True, text=True,
@@ -171,6 +172,17 @@ def test_dialogue_retrieval_on_deduplicated_pairs(tmp_path, corpus):
     table = markdown_table(res, "test")
     assert "| system | XSR dialogue avg |" in table and "| oracle | 1.000 |" in table and "nan" not in table
     assert "minus oracle's" in table and f"| random | {100 * vs['diff']:+.1f} (" in table
+    assert "per direction" not in table  # only the conversation task gets the per-direction table
+    (tmp_path / "test.en-it.tsv").unlink()  # a language the corpus lacks is left out, not an error
+    res = evaluate_ddtp({"oracle": oracle, "random": base}, corpus, "test", tasks=("conversation",),
+                        log=lambda m: None, pair_dirs={"conversation": tmp_path})
+    assert "en-it" not in res["oracle"]["xsr_conversation"]
+    table = markdown_table(res, "test")
+    assert "XSR conversation, P@1 per direction:" in table
+    assert "| system | en→fr | fr→en | en→de | de→en | en→es | es→en |" in table
+    random_row = "| random | " + " | ".join(f"{res['random']['xsr_conversation'][d]:.3f}"
+                                           for d in ("en-fr", "fr-en", "en-de", "de-en", "en-es", "es-en")) + " |"
+    assert "| oracle | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 |" in table and random_row in table
     (tmp_path / "test.en-de.tsv").write_text("one field only\n")
     with pytest.raises(CorpusError, match=r"test.en-de.tsv:1: expected 'english<TAB>translation', got 1 fields"):
         tsv_pairs(tmp_path / "test.en-de.tsv")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import List
 
 import typer
 
@@ -105,6 +106,19 @@ def lexicon(out: Path = typer.Option(Path("data/corpus/lexicon"), "--out", "-o")
     typer.echo(json.dumps(build_lexicon(out, work_dir, max_per_lang), indent=2))
 
 
+@app.command("conversation")
+def conversation(out: Path = typer.Option(Path("data/corpus/conversation"), "--out", "-o"),
+                 work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
+                 train: List[Path] = typer.Option([Path("data/corpus")], "--train",
+                                                  help="Training corpora whose sentences the test must not "
+                                                       "hold (directories, searched for train* files).")):
+    """An out-of-domain everyday test: short conversational lines of games no corpus trains on, split by game
+    (test: Fish Fillets NG; dev: FreeDink, Adonthell, The Question); build it after the training corpora."""
+    from ..data.conversation import build_conversation
+
+    typer.echo(json.dumps(build_conversation(out, work_dir, train_dirs=train), indent=2))
+
+
 @app.command("tokenizer")
 def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model"), "--out", "-o"),
               vocab_size: int = typer.Option(24000, "--vocab-size", min=8),
@@ -118,8 +132,8 @@ def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model")
 
 @app.command("all")
 def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
-    """ddtp + gettext + dialogue + mono + everyday + words + lexicon + games into ROOT/{ddtp,...,games,
-    games-extra}, then the tokenizer."""
+    """ddtp + gettext + dialogue + mono + everyday + words + lexicon + games + conversation into
+    ROOT/{ddtp,...,games, games-extra,conversation}, then the tokenizer."""
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
     dialogue(root / "dialogue", root.parent / "debs")
@@ -128,4 +142,5 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
     words(root / "words", root.parent / "debs", 50000)
     lexicon(root / "lexicon", root.parent / "debs", 20000)
     games(root / "games", root.parent / "debs", root / "games-extra")
+    conversation(root / "conversation", root.parent / "debs", [root])
     tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)

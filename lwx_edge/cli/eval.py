@@ -28,13 +28,17 @@ def eval_(
     bundles: List[Path] = typer.Argument(..., help="Model bundles ('default': the shipped model)."),
     corpus: Path = typer.Option(Path("data/corpus/ddtp"), "--corpus", help="DDTP corpus dir ({split}.docs.jsonl)."),
     split: str = typer.Option("test", "--split", help="dev | test."),
-    tasks: str = typer.Option("xsr,cls,dialogue,everyday", "--tasks",
+    tasks: str = typer.Option("xsr,cls,dialogue,everyday,conversation", "--tasks",
                               help="xsr (retrieval), cls (zero-shot classification), dialogue (retrieval on "
-                                   "Wesnoth dialogue), everyday (retrieval on the everyday corpus)."),
+                                   "Wesnoth dialogue), everyday (retrieval on the everyday corpus), conversation "
+                                   "(retrieval on conversational lines of games never trained on)."),
     dialogue: Path = typer.Option(Path("data/corpus/dialogue"), "--dialogue",
                                   help="Dialogue corpus dir ({split}.en-xx.tsv, from: lwx-edge data dialogue)."),
     everyday: Path = typer.Option(Path("data/corpus/everyday"), "--everyday",
                                   help="Everyday corpus dir ({split}.en-xx.tsv, from: lwx-edge data everyday)."),
+    conversation: Path = typer.Option(Path("data/corpus/conversation"), "--conversation",
+                                      help="Conversation corpus dir ({split}.en-xx.tsv, from: lwx-edge data "
+                                           "conversation)."),
     refs: str = typer.Option("teacher,tfidf,random", "--refs", help="Reference systems scored in the same run "
                                                                      "(teacher, tfidf, random; '' for none)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write results JSON here (and a .md table beside it)."),
@@ -50,16 +54,17 @@ def eval_(
         raise InputError(f"--split must be dev or test, got {split!r} (the train split is what models learn from)")
     task_list = [t for t in tasks.split(",") if t]
     if not task_list or set(task_list) - {"xsr", "cls", *PAIR_TASKS}:
-        raise InputError(f"--tasks takes xsr, cls, dialogue and/or everyday, got {tasks!r}")
+        raise InputError(f"--tasks takes xsr, cls, {', '.join(PAIR_TASKS)} (comma-separated), got {tasks!r}")
     ref_list = [r for r in refs.split(",") if r]
     if set(ref_list) - set(REFERENCES):
         raise InputError(f"--refs takes {', '.join(REFERENCES)}, got {refs!r}")
     if not (corpus / f"{split}.docs.jsonl").is_file():
         raise InputError(f"{corpus}: no {split}.docs.jsonl (build it with: lwx-edge data ddtp)")
-    pair_dirs = {t: d for t, d in (("dialogue", dialogue), ("everyday", everyday)) if t in task_list}
+    pair_dirs = {t: d for t, d in (("dialogue", dialogue), ("everyday", everyday), ("conversation", conversation))
+                 if t in task_list}
     for task, d in pair_dirs.items():
-        if not (d / f"{split}.en-fr.tsv").is_file():
-            raise InputError(f"{d}: no {split}.en-fr.tsv (build it with: lwx-edge data {task}, "
+        if not any((d / f"{split}.en-{lang}.tsv").is_file() for lang in ("fr", "de", "es", "it")):
+            raise InputError(f"{d}: no {split}.en-xx.tsv (build it with: lwx-edge data {task}, "
                              f"or leave {task} out of --tasks)")
     systems = {}
     for b in bundles:
