@@ -42,7 +42,8 @@ EVERYDAY_MONO = ("fortune cookies (fortunes, fortunes-de/-es/-it), WordNet usage
                  "fortunes: BSD-style and public domain; WordNet 3.0 licence; word lists: free (see each "
                  "package's debian/copyright)")
 TASK_NAMES = {"xsr_short": "short package descriptions", "xsr_doc": "whole package descriptions",
-              "xsr_dialogue": "game dialogue (Wesnoth)", "xsr_everyday": "everyday text (held-out games)"}
+              "xsr_dialogue": "game dialogue (Wesnoth)", "xsr_everyday": "everyday text (held-out games)",
+              "xsr_conversation": "short conversational lines (games never trained on)"}
 CLOSE, FAR = 0.03, 0.10  # within 3 points of the teacher: a strength; more than 10 below: a weakness
 
 

@@ -237,7 +237,7 @@ def test_sources_never_include_eval_sources_or_manpages(tmp_path):
     assert not set(names) & set(ed.PARALLEL_PACKAGES) and not set(names) & set(ed.GAME_PACKAGES)
     assert not any("manpages" in n or "freedroid" in n for n in names)
     bad = gm.GameSource("freedroidrpg-data", lambda n: True, lambda f, lang: iter(()))
-    with pytest.raises(CorpusError, match="freedroidrpg-data: man pages and the held-out everyday test source"):
+    with pytest.raises(CorpusError, match="freedroidrpg-data: man pages and the held-out test sources"):
         gm.build_games_extra(tmp_path / "out", tmp_path / "debs", sources=[bad], progress=False)
     assert not (tmp_path / "debs").exists()  # refused before downloading anything
 
@@ -357,3 +357,57 @@ def test_mo_catalogue_source_prefers_the_bare_language(tmp_path, monkeypatch):
         "zufliegt.\n")
     assert (tmp_path / "out" / "train.en-es.tsv").read_text() == ""
     assert summary["sources"]["warzone2100-data"]["raw"] == {"fr": 2, "de": 1, "es": 0}
+
+
+# ------------------------------------------------------------------------------------------------ more sources
+
+def _qm(messages):
+    """A minimal Qt .qm file: the magic and one messages block (source UTF-8, translation UTF-16BE)."""
+    import struct
+
+    body = b""
+    for src, tr in messages:
+        if tr is None:
+            body += b"\x03" + struct.pack(">I", 0xFFFFFFFF)
+        else:
+            t = tr.encode("utf-16-be")
+            body += b"\x03" + struct.pack(">I", len(t)) + t
+        s = src.encode("utf-8")
+        body += b"\x06" + struct.pack(">I", len(s)) + s + b"\x07" + struct.pack(">I", 3) + b"ctx" + b"\x01"
+    return gm._QM_MAGIC + b"\x42" + struct.pack(">I", 4) + b"hash" + b"\x69" + struct.pack(">I", len(body)) + body
+
+
+def test_parse_qm_reads_sources_and_translations_and_skips_untranslated():
+    data = _qm([("Find the trombone", "Trouve le trombone"), ("A red apple.", None), ("Café?", "Un café ?")])
+    assert list(gm.parse_qm(data)) == [("Find the trombone", "Trouve le trombone"), ("Café?", "Un café ?")]
+    with pytest.raises(CorpusError, match="x.qm: not a Qt .qm file"):
+        list(gm.parse_qm(b"not a qm file at all", "x.qm"))
+    with pytest.raises(CorpusError, match="unknown .qm message item 0x42"):
+        list(gm.parse_qm(gm._QM_MAGIC + b"\x69\x00\x00\x00\x01\x42"))
+
+
+def test_more_sources_read_gcompris_tuxpaint_and_megaglest():
+    (gc,) = [s for s in gm.MORE_SOURCES if s.package == "gcompris-qt-data"]
+    files = {"./usr/share/gcompris-qt/translations/gcompris_fr.qm": _qm([("Count the apples.", "Compte les pommes.")]),
+             "./usr/share/gcompris-qt/translations/gcompris_frp.qm": _qm([("x y z", "not French")])}
+    assert list(gc.pairs(files, "fr")) == [("Count the apples.", "Compte les pommes.")]
+    assert list(gc.pairs(files, "it")) == []
+    (tp,) = [s for s in gm.MORE_SOURCES if s.package == "tuxpaint-stamps-default"]
+    stamp = "A red apple.\nfr.utf8=Une pomme rouge.\nfr_CA.utf8=Une pomme.\nit.utf8=Una mela rossa.\n".encode()
+    assert list(tp.pairs({"./usr/share/tuxpaint/stamps/food/apple.txt": stamp}, "fr")) == [
+        ("A red apple.", "Une pomme rouge.")]
+    assert tp.min_en_words == 2 and gm.clean_pair("A cow.", "Une vache.", tp.min_en_words) is not None
+    (mg,) = [s for s in gm.MORE_SOURCES if s.package == "megaglest-data"]
+    lng = "./usr/share/games/megaglest/data/lang/hint/hint_"
+    files = {lng + "english.lng": b"; comment\nHint1=Build farms first.\\nThen houses.\nHint2=Attack!\n",
+             lng + "french.lng": "Hint1=Construis d'abord des fermes.\\nPuis des maisons.\nHint3=x\n".encode()}
+    assert list(mg.pairs(files, "fr")) == [("Build farms first.", "Construis d'abord des fermes."),
+                                           ("Then houses.", "Puis des maisons.")]
+    with pytest.raises(CorpusError, match="no \\*english.lng in the package"):
+        list(mg.pairs({lng + "french.lng": b"a=b"}, "fr"))
+
+
+def test_the_conversation_tests_games_are_never_trained_on(tmp_path):
+    bad = gm.GameSource("fillets-ng-data", lambda n: True, lambda files, lang: iter(()))
+    with pytest.raises(CorpusError, match="fillets-ng-data: man pages and the held-out"):
+        gm.build_games_extra(tmp_path / "out", tmp_path / "debs", sources=[bad], progress=False)

@@ -56,19 +56,23 @@ def everyday(out: Path = typer.Option(Path("data/corpus/everyday"), "--out", "-o
 def games(out: Path = typer.Option(Path("data/corpus/games"), "--out", "-o"),
           work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
           extra_out: Path = typer.Option(Path("data/corpus/games-extra"), "--extra-out",
-                                         help="Where the other games' train pairs go.")):
+                                         help="Where the other games' train pairs go."),
+          more_out: Path = typer.Option(Path("data/corpus/games-more"), "--more-out",
+                                        help="Where the everyday and children's games' train pairs go.")):
     """Item, place and character descriptions and NPC dialogue of Cataclysm: DDA (one catalogue, split by
     source package like gettext; it hashes to train) into OUT; then the dialogue, quests and story of
-    Hedgewars, FLARE, FreeOrion, Warzone 2100 and Pingus (train only) into EXTRA_OUT, minus any English
-    sentence of the everyday, dialogue and gettext dev/test splits next to it."""
+    Hedgewars, FLARE, FreeOrion, Warzone 2100 and Pingus (train only) into EXTRA_OUT, and GCompris, Tux Paint's
+    stamps, SuperTux, Unknown Horizons, SuperTuxKart, MegaGlest, LordsAWar and Singularity (train only) into
+    MORE_OUT, minus any English sentence of the everyday, dialogue and gettext dev/test splits next to them."""
     from ..data.everyday import GAME_PACKAGES
-    from ..data.games import build_games_extra
+    from ..data.games import MORE_SOURCES, build_games_extra
     from ..data.gettext import build_gettext
 
     summary = build_gettext(out, packages=GAME_PACKAGES, work_dir=work_dir)
     held = [extra_out.parent / name for name in ("everyday", "dialogue", "gettext")]
     extra = build_games_extra(extra_out, work_dir=work_dir, exclude_dirs=held)
-    typer.echo(json.dumps({"games": summary, "games-extra": extra}, indent=2))
+    more = build_games_extra(more_out, work_dir=work_dir, sources=MORE_SOURCES, exclude_dirs=held)
+    typer.echo(json.dumps({"games": summary, "games-extra": extra, "games-more": more}, indent=2))
 
 
 @app.command("mono")
@@ -141,6 +145,6 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
     everyday(root / "everyday", root.parent / "debs", 20000)
     words(root / "words", root.parent / "debs", 50000)
     lexicon(root / "lexicon", root.parent / "debs", 20000)
-    games(root / "games", root.parent / "debs", root / "games-extra")
+    games(root / "games", root.parent / "debs", root / "games-extra", root / "games-more")
     conversation(root / "conversation", root.parent / "debs", [root])
     tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)

@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 LANGS = ("fr", "de", "es", "it")
 MIN_EN_WORDS, MIN_XX_WORDS = 3, 2
 # never trained on: the held-out everyday test source (see everyday.HELD_OUT) and man-page translations
-REFUSED = ("freedroidrpg",)
+REFUSED = ("freedroidrpg", "fillets-ng", "freedink", "adonthell", "renpy-thequestion")  # + the conversation test's
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "", '"': '"', "'": "'", "\\": "\\"}
 _ESCAPE = re.compile(r"\\(.)")
@@ -271,6 +271,96 @@ def _mo_catalog(files: dict[str, bytes], lang: str) -> Iterator[tuple[str, str]]
             return
 
 
+_QM_MAGIC = bytes.fromhex("3cb86418caef9c95cd211cbf60a1bddd")
+
+
+def parse_qm(data: bytes, name: str = "<qm>") -> Iterator[tuple[str, str]]:
+    """(source, translation) of a compiled Qt translation file (.qm): the messages block's items (source
+    text in UTF-8, translation in UTF-16BE; the first plural form), untranslated messages skipped."""
+    if data[:16] != _QM_MAGIC:
+        raise CorpusError(f"{name}: not a Qt .qm file (bad magic)")
+    pos, messages = 16, b""
+    while pos + 5 <= len(data):  # blocks: tag (1 byte), length (4), body
+        tag, length = data[pos], int.from_bytes(data[pos + 1:pos + 5], "big")
+        if tag == 0x69:
+            messages = data[pos + 5:pos + 5 + length]
+        pos += 5 + length
+    p, source, translation = 0, None, None
+    while p < len(messages):
+        tag = messages[p]
+        p += 1
+        if tag == 1:  # end of a message
+            if source and translation:
+                yield source, translation
+            source = translation = None
+        elif tag in (2, 3, 4, 5, 6, 7, 8):  # items with a 4-byte length (0xFFFFFFFF: null)
+            length = int.from_bytes(messages[p:p + 4], "big")
+            p += 4
+            if length == 0xFFFFFFFF:
+                continue
+            body = messages[p:p + length]
+            p += length
+            if tag == 3 and translation is None:
+                translation = body.decode("utf-16-be", errors="replace")
+            elif tag == 6:
+                source = body.decode("utf-8", errors="replace")
+        elif tag != 9:  # 9 (obsolete) has no body; anything else is a layout we do not know
+            raise CorpusError(f"{name}: unknown .qm message item {tag:#x}")
+
+
+def _po_named(pattern: str) -> Callable[[dict[str, bytes], str], Iterator[tuple[str, str]]]:
+    """A reader of every .po file whose name matches ``pattern`` with ``{lang}`` filled in."""
+    def pairs(files: dict[str, bytes], lang: str) -> Iterator[tuple[str, str]]:
+        if not files:
+            raise CorpusError("no .po files in the package (unexpected layout)")
+        for name in sorted(n for n in files if re.search(pattern.format(lang=lang), n)):
+            yield from parse_po(files[name].decode("utf-8", errors="replace"))
+    return pairs
+
+
+def _gcompris(files: dict[str, bytes], lang: str) -> Iterator[tuple[str, str]]:
+    _need_name(files, r"/gcompris_\w+\.qm$", "translations/gcompris_*.qm")
+    for name in sorted(n for n in files if n.endswith(f"/gcompris_{lang}.qm")):
+        yield from parse_qm(files[name], name)
+
+
+def _need_name(files: dict[str, bytes], pattern: str, what: str) -> str:
+    hits = sorted(n for n in files if re.search(pattern, n))
+    if not hits:
+        raise CorpusError(f"no {what} in the package (unexpected layout: nothing matches {pattern!r})")
+    return hits[0]
+
+
+def _tuxpaint(files: dict[str, bytes], lang: str) -> Iterator[tuple[str, str]]:
+    """A stamp's description: the English on the first line, then ``fr.utf8=...`` lines."""
+    if not files:
+        raise CorpusError("no stamps/**/*.txt in the package (unexpected layout)")
+    for name in sorted(files):
+        lines = files[name].decode("utf-8", errors="replace").splitlines()
+        for line in lines[1:]:
+            if line.startswith(f"{lang}.utf8="):
+                yield lines[0], line.split("=", 1)[1]
+
+
+def _megaglest(files: dict[str, bytes], lang: str) -> Iterator[tuple[str, str]]:
+    """The .lng tables (``key=value``) of each language aligned by key with their English file."""
+    names = {"fr": "french", "de": "german", "es": "spanish", "it": "italian"}
+    _need_name(files, r"english\.lng$", "*english.lng")
+    for name in sorted(n for n in files if n.endswith(f"{names[lang]}.lng")):
+        en = files.get(name[:-len(f"{names[lang]}.lng")] + "english.lng")
+        if en is not None:
+            yield from align_keyed(*(_lng(b) for b in (en, files[name])))
+
+
+def _lng(data: bytes) -> dict[str, str]:
+    out = {}
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if "=" in line and not line.startswith(";"):
+            key, value = line.split("=", 1)
+            out[key.strip()] = value.strip().replace("\\n", "\n")
+    return out
+
+
 _LOCALE_FILE = r"[a-z]{2}(?:_[A-Z]{2})?"
 SOURCES = (
     GameSource("hedgewars-data", lambda n: bool(re.search(rf"/Data/Locale/(?:{_LOCALE_FILE}\.lua|(?:missions_|"
@@ -282,6 +372,29 @@ SOURCES = (
     # keeps the briefings and messages (and some interface sentences), not most names and labels
     GameSource("warzone2100-data", lambda n: bool(re.search(r"/locale/[^/]+/LC_MESSAGES/warzone2100\.mo$", n)),
                _mo_catalog, min_en_words=5),
+)
+
+# Everyday and children's text of games and education packages (issue 35): GCompris' activity instructions and
+# words, Tux Paint's stamp captions ("A red apple."), SuperTux's level stories, Unknown Horizons' messages,
+# SuperTuxKart's story and tips, MegaGlest's hints and scenarios, LordsAWar's messages, Endgame: Singularity's
+# story. A survey of 23 packages for translated conversational lines found these beside the four games the
+# conversation test is built from (lwx_edge.data.conversation), which are refused here.
+MORE_SOURCES = (
+    GameSource("gcompris-qt-data", lambda n: bool(re.search(r"/translations/gcompris_\w+\.qm$", n)), _gcompris,
+               min_en_words=2),
+    GameSource("tuxpaint-stamps-default", lambda n: bool(re.search(r"/stamps/.+\.txt$", n)), _tuxpaint,
+               min_en_words=2),
+    GameSource("supertux-data", lambda n: bool(re.search(r"/supertux2/levels/.+\.po$", n)),
+               _po_named(r"/{lang}\.po$")),
+    GameSource("unknown-horizons", lambda n: bool(re.search(r"/locale/[^/]+/LC_MESSAGES/unknown-horizons\.mo$", n)),
+               _mo_catalog),
+    GameSource("supertuxkart-data", lambda n: bool(re.search(r"/data/po/[A-Za-z_]+\.po$", n)),
+               _po_named(r"/data/po/{lang}\.po$")),
+    GameSource("megaglest-data", lambda n: n.endswith(".lng"), _megaglest),
+    GameSource("lordsawar-data", lambda n: bool(re.search(r"/locale/[^/]+/LC_MESSAGES/lordsawar\.mo$", n)),
+               _mo_catalog),
+    GameSource("singularity", lambda n: bool(re.search(r"/singularity/i18n/lang_\w+/\w+\.po$", n)),
+               _po_named(r"/lang_{lang}(?:_[A-Z]{{2}})?/\w+\.po$")),
 )
 
 
@@ -315,8 +428,8 @@ def eval_english(dirs) -> set[str]:
 def _check_sources(sources) -> None:
     bad = [s.package for s in sources if "manpages" in s.package or any(r in s.package for r in REFUSED)]
     if bad:
-        raise CorpusError(f"{', '.join(bad)}: man pages and the held-out everyday test source (FreeDroid RPG) "
-                          "are never trained on")
+        raise CorpusError(f"{', '.join(bad)}: man pages and the held-out test sources (FreeDroid RPG; the "
+                          "conversation test's games) are never trained on")
 
 
 def build_games_extra(out_dir: str | Path = "data/corpus/games-extra", work_dir: str | Path = "data/debs",
@@ -381,7 +494,7 @@ def build_games_extra(out_dir: str | Path = "data/corpus/games-extra", work_dir:
     write_json_atomic(out_dir / "summary.json", summary)
     if progress:
         line = ", ".join(f"en-{lang} {summary['train'][f'en-{lang}']['pairs']:,}" for lang in langs)
-        log.info("games-extra: train pairs %s; written to %s in %ss", line, out_dir, summary["seconds"])
+        log.info("%s: train pairs %s; written to %s in %ss", out_dir.name, line, out_dir, summary["seconds"])
     return summary
 
 
