@@ -193,3 +193,23 @@ def test_the_next_gpu_recipe_continues_the_shipped_512_ffn_default():
     shipped = json.loads((REPO / "lwx_edge" / "default_model" / "config.json").read_text())["model"]
     assert {k: more["model"][k] for k in ("d_ff", "table_bits", "table_rank")} == \
         {k: shipped[k] for k in ("d_ff", "table_bits", "table_rank")} == {"d_ff": 512, "table_bits": 4, "table_rank": 160}
+
+
+def test_the_conversation_recipes_compare_objectives_on_the_same_data_and_budget():
+    """recipes/gpu-conversation.json is the shipped default's continuation with games-more added, the
+    conversation dev split in the selection and a capped final evaluation; each overlay of
+    recipes/conversation/ changes the objective or the batches only (and where it writes)."""
+    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-ffn512-more.json"]).to_dict()
+    conv = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-conversation.json"]).to_dict()
+    changed = {k for k in conv if conv[k] != more[k]}
+    assert changed == {"corpus", "out_dir", "max_time", "eval_every", "save_every", "dev_xsr"}
+    assert conv["corpus"] == more["corpus"] + ["data/corpus/games-more"]
+    assert conv["dev_xsr"] == ["data/corpus/everyday", "data/corpus/conversation"] and not conv["final_full_eval"]
+    outs = {conv["out_dir"]}
+    for name, want in (("lang", {"batch_group": "lang"}), ("kd", {"weights": {**conv["weights"], "gen": 0.0, "align": 0.0}}),
+                       ("lang-align6", {"batch_group": "lang", "weights": {**conv["weights"], "align": 6.0}})):
+        variant = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-conversation.json",
+                                          REPO / "recipes" / "conversation" / f"{name}.json"]).to_dict()
+        outs.add(variant.pop("out_dir"))
+        assert {k: v for k, v in variant.items() if v != conv[k] and k != "out_dir"} == want, name
+    assert len(outs) == 4  # four runs side by side write to four directories

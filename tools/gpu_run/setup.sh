@@ -1,7 +1,8 @@
 # On the GPU machine, from the repository root with the pack carried (README.md beside this file): unpack into
 # /tmp/w, fill the teacher cache with every core, then the recipes in the background (setsid: they outlive the
 # command; watch /tmp/w/<recipe>.log).
-#   RUNS="gpu-24k-lex gpu-24k-words"  the recipes (names in recipes/), each laid over recipes/default.json
+#   RUNS="gpu-24k-lex gpu-24k-words"  the recipes (names in recipes/), each laid over recipes/default.json; a name
+#                                     "a+b" lays recipes/a.json, then recipes/b.json (e.g. gpu-conversation+conversation/kd)
 #   MAX_TIME=900                      seconds of training per run (default: the recipe's 1,200); fit the lease
 #   BENCH=1                           first the CUDA training benchmarks (cores 0-1, beside the teacher on 2-15)
 #   COMPILE="gpu-24k-words"           these runs train with torch.compile (bench: +27% pairs/s at batch 512;
@@ -33,6 +34,7 @@ fi
 tail -1 teacher.log
 for r in $RUNS; do
   C=""; case " ${COMPILE:-} " in *" $r "*) C="--set compile=true";; esac
-  setsid nohup python3 -m lwx_edge train --config recipes/default.json --config recipes/$r.json \
-    ${MAX_TIME:+--set max_time=$MAX_TIME} $C > $W/$r.log 2>&1 < /dev/null &
+  CFG=""; for part in ${r//+/ }; do CFG="$CFG --config recipes/$part.json"; done
+  setsid nohup python3 -m lwx_edge train --config recipes/default.json $CFG \
+    ${MAX_TIME:+--set max_time=$MAX_TIME} $C > "$W/${r//\//_}.log" 2>&1 < /dev/null &
 done

@@ -2,8 +2,8 @@
 # A whole GPU session in one call, for a 15-minute lease (README.md beside this file, "second GPU session"): run it as
 # the second call, carrying .gpu/pack.part-ab and .gpu/app_texts.txt, right after a first call copied .gpu/pack.part-aa to /tmp/w.
 # It takes the pack's second piece, the AVX2 app benchmark beside the teacher (unless APP_BENCH=0; if CPUID faulting
-# works there), the recipes in RUNS for MAX_TIME s, then the better run's final bundle (or BRING's, a run's
-# out_dir) as float16 pieces into $OUT/sel. PREP, a command run before the teacher and the runs (cores 0-1), makes
+# works there), the recipes in RUNS for MAX_TIME s, then the best checkpoint of the best run (or BRING's final
+# bundle, a run's out_dir) as float16 pieces into $OUT/sel. PREP, a command run before the teacher and the runs (cores 0-1), makes
 # what a recipe starts from, e.g. PREP="python3 tools/prune_ffn.py default 512 runs/d512" for gpu-words-ffn512.
 set -x
 T0=$SECONDS; REPO=$PWD; DEADLINE=${DEADLINE:-540}
@@ -21,23 +21,20 @@ RUNS=${RUNS:-"gpu-24k-lex gpu-24k-words"}
 RUNS="$RUNS" MAX_TIME=${MAX_TIME:-300} SIDE="$SIDE" bash tools/gpu_run/setup.sh
 cd /tmp/w
 while pgrep -f "lwx_edge train" > /dev/null && [ $((SECONDS - T0)) -lt $DEADLINE ]; do sleep 5; done
-for r in $RUNS; do tail -n 4 "$r.log"; done
+for r in $RUNS; do tail -n 4 "${r//\//_}.log"; done
 SEL=$(python3 - <<'PY'
 import json, pathlib
-def score(rec):  # the trainer's selection score (Trainer._score)
+def score(rec):  # the trainer's selection score (Trainer._score; older runs: its two-set form)
     if "dev/score" in rec:
         return rec["dev/score"]
     p = [rec[k] for k in ("dev/p@1/avg", "dev/xsr@1/avg") if k in rec]
     return sum(p) / len(p) if p else -1
-best = []
+best = []  # best/ holds each run's highest-scoring evaluation (a capped final evaluation included)
 for run in pathlib.Path("runs").iterdir():
-    final = run / "final_metrics.json"
-    if final.exists() and (run / "bundle" / "model.safetensors").exists():
-        best.append((1, score(json.loads(final.read_text())), f"{run}/bundle"))
-    elif (run / "best" / "model.safetensors").exists():
-        recs = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if "dev/p@1/avg" in l or "dev/score" in l]
-        best.append((0, max(map(score, recs)), f"{run}/best"))
-import sys; print(sorted(best), file=sys.stderr); print(max(best)[2] if best else "")
+    if (run / "best" / "model.safetensors").exists():
+        recs = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if '"dev/' in l]
+        best.append((max(map(score, recs)), f"{run}/best"))
+import sys; print(sorted(best), file=sys.stderr); print(max(best)[1] if best else "")
 PY
 )
 if [ -n "${BRING:-}" ]; then  # the run's final bundle if its final evaluation finished, else its best checkpoint
