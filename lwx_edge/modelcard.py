@@ -34,6 +34,10 @@ SOURCES = {
     "games-extra": ("dialogue, quests and story of Hedgewars, FLARE, FreeOrion, Warzone 2100 and Pingus",
                     "FLARE: CC-BY-SA-3.0-or-later; Hedgewars, FreeOrion: GPL-2; Warzone 2100, Pingus: "
                     "GPL-2.0-or-later"),
+    "games-more": ("children's, everyday and game text of GCompris, Tux Paint's stamps, SuperTux, Unknown Horizons, "
+                   "SuperTuxKart, MegaGlest, LordsAWar and Endgame: Singularity (instructions, captions, messages, "
+                   "stories)", "each game's free licence (GPL-2.0/3.0-or-later translations; CC-BY-SA data in "
+                                "GCompris, SuperTuxKart and MegaGlest; see each package's debian/copyright)"),
     "words": ("each language's most frequent words (wordfreq's frequency lists), cased as in Debian's word lists",
               "wordfreq data: CC-BY-SA-4.0"),
 }
@@ -180,6 +184,10 @@ def _stage(training: dict, cfg: dict, numbered: int, first: bool) -> list[str]:
         out += ["", ("   " if numbered else "") + f"Then its feed-forward layers were cut from {_n(cut.get('of'))} to "
                 f"{_n(cut.get('d_ff'))} neurons without training (`tools/prune_ffn.py`: the most used ones on "
                 f"{_n(cut.get('scored_on_texts'))} training texts kept)."]
+    blend = training.get("interpolated")
+    if isinstance(blend, dict):
+        out += ["", ("   " if numbered else "") + f"Then its weights were blended with those it started from, "
+                f"{blend.get('alpha')} of the run's and the rest of the start's (`tools/interpolate.py`, WiSE-FT)."]
     return out
 
 
