@@ -249,3 +249,23 @@ def test_bootstrap_balanced_accuracy_centres_on_the_score_and_narrows_with_more_
         assert abs(np.median(boot) - balanced_accuracy_score(y, pred)) < 0.02
         widths.append(np.percentile(boot, 97.5) - np.percentile(boot, 2.5))
     assert 3 < widths[0] / widths[1] < 5.5  # about sqrt(16) = 4
+
+
+def test_eval_warns_loudly_about_a_collapsed_model_and_still_scores_it(corpus, tiny_corpus, tmp_path):
+    torch = pytest.importorskip("torch")
+    from lwx_edge.checkpoint import save_bundle
+    from lwx_edge.model import ModelConfig, SentenceEncoder
+
+    torch.manual_seed(0)
+    enc = SentenceEncoder(ModelConfig(vocab_size=160, d_model=32, n_heads=4, d_ff=64, max_len=48)).eval()
+    with torch.no_grad():  # the last LayerNorm's gain at 0: one vector for every text
+        enc.blocks[-1].ln2.weight.zero_()
+        enc.blocks[-1].ln2.bias.normal_()
+    bundle = save_bundle(enc, tiny_corpus["tokenizer"], tmp_path / "collapsed", {"note": "collapsed"})
+    r = subprocess.run([sys.executable, "-m", "lwx_edge", "eval", str(bundle), "--corpus", str(corpus), "--split",
+                        "dev", "--tasks", "xsr", "--refs", "", "-o", str(tmp_path / "e.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "WARNING: " in r.stderr and "the model is collapsed" in r.stderr
+    res = json.loads((tmp_path / "e.json").read_text())["results"][f"lwx-edge {bundle}"]
+    assert res["xsr_short"]["avg"] < 0.2  # scored as it is: near chance

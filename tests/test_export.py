@@ -462,6 +462,46 @@ def test_cli_errors_are_clear(source_bundle, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def _collapsed_bundle(tok_path: Path, path: Path) -> Path:
+    """A tiny bundle whose last LayerNorm has gain 0: every text gets its bias, one vector (a collapsed run)."""
+    torch.manual_seed(0)
+    enc = SentenceEncoder(ModelConfig(vocab_size=300, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN)).eval()
+    with torch.no_grad():
+        enc.blocks[-1].ln2.weight.zero_()
+        enc.blocks[-1].ln2.bias.normal_()
+    return save_bundle(enc, tok_path, path, {"note": "collapsed"})
+
+
+def test_a_collapsed_model_is_refused_with_what_it_means_unless_allowed(tiny_tokenizer, source_bundle, tmp_path):
+    from lwx_edge.collapse import CollapsedModelError, check
+
+    d = _collapsed_bundle(tiny_tokenizer, tmp_path / "collapsed")
+    before = snapshot(d)
+    with pytest.raises(CollapsedModelError, match=r"collapsed: unrelated probe texts get nearly the same vector "
+                                                   r"\(mean cosine 1\.000"):
+        export_bundle(d, formats="onnx", int8=True)
+    assert snapshot(d) == before
+    r = _cli("export", d, "--format", "onnx", "--out", tmp_path / "o")
+    assert r.returncode == 2 and "the model is collapsed" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "o").exists()
+    report = export_bundle(d, formats="onnx", out=tmp_path / "anyway", allow_collapsed=True)
+    assert report["artifacts"]["model.onnx"]["passed"]
+    # the healthy random bundle passes the same check, far below the limit
+    enc = load_encoder(Bundle.load(source_bundle))
+    tok = Bundle.load(source_bundle).tokenizer()
+
+    def embed(texts):
+        from lwx_edge.tokenizer import Tokenizer
+
+        ids, mask = Tokenizer.pad(tok.encode(list(texts)).ids)
+        with torch.no_grad():
+            return enc(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+
+    assert check(embed, "healthy") < 0.9
+    with pytest.raises(CollapsedModelError, match="x: the model gives non-finite vectors"):
+        check(lambda texts: np.full((len(texts), 4), np.nan), "x")
+
+
 def test_a_4bit_token_table_exports_exactly_and_reads_back(tiny_tokenizer, tmp_path):
     from lwx_edge.model import snap_to_int4
     from lwx_edge.warmstart import dequantize_onnx

@@ -45,6 +45,7 @@ def eval_(
     threads: Optional[int] = threads_option(),
 ) -> None:
     """Score bundles and reference systems on the same DDTP split; print a markdown table."""
+    from .. import collapse
     from ..bundle import write_json_atomic, write_text_atomic
     from ..encoder import Encoder
     from ..errors import InputError
@@ -69,6 +70,10 @@ def eval_(
     systems = {}
     for b in bundles:
         enc = Encoder.load(b, threads=threads)
+        try:
+            collapse.check(enc.embed, str(b))
+        except collapse.CollapsedModelError as e:  # scored all the same: the table then shows it at chance
+            typer.secho(f"WARNING: {e}", err=True, fg=typer.colors.RED, bold=True)
         systems[f"lwx-edge {b}"] = (
             lambda texts, enc=enc: enc.embed(list(texts), batch_size=64, truncation="ignore", progress=len(texts) > 2000))
     if "teacher" in ref_list:

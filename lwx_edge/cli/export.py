@@ -32,6 +32,9 @@ def export(
                                        help="int8: fail if the mean cosine to fp32 is lower."),
     min_cos_min: float = typer.Option(0.99, "--min-cos-min", help="int8: fail if the lowest cosine to fp32 is lower."),
     json_out: bool = typer.Option(False, "--json", help="Print the parity report as JSON instead of a table."),
+    allow_collapsed: bool = typer.Option(False, "--allow-collapsed",
+                                         help="Export even a model that gives unrelated texts nearly the same "
+                                              "vector (refused by default: a collapsed training run)."),
 ) -> None:
     """Export BUNDLE to each format (ExecuTorch, ONNX), check parity against the PyTorch encoder, record it in the manifest.
 
@@ -45,7 +48,7 @@ def export(
 
     try:
         report = export_bundle(bundle, formats=format, int8=int8, max_batch=max_batch, max_len=max_len, out=out,
-                               min_cos_mean=min_cos_mean, min_cos_min=min_cos_min)
+                               min_cos_mean=min_cos_mean, min_cos_min=min_cos_min, allow_collapsed=allow_collapsed)
     except ParityError as e:
         typer.echo(format_table(e.report))
         raise

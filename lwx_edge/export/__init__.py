@@ -180,16 +180,18 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | 
                   max_batch: int = 16, max_len: int | None = None, out: str | os.PathLike | None = None,
                   *, min_cos_mean: float | None = None, min_cos_min: float | None = None,
                   thresholds: Thresholds | None = None, log: Callable[[str], None] | None = None,
-                  quiet: bool = True) -> dict:
+                  quiet: bool = True, allow_collapsed: bool = False) -> dict:
     """Export a bundle to ExecuTorch and/or ONNX (fp32, or int8 with ``int8=True``) and check parity.
     ``formats``: names from :data:`FORMATS` (default: all of them).
 
     Returns the parity report of this run (``report["artifacts"][name]`` per artefact, plus
     ``report["output_dir"]`` and ``report["paths"]``). Raises ``BundleError`` for a missing/corrupt/mismatched
     bundle or one without weights, ``InputError`` for bad arguments, ``ExportError`` for an unwritable output
-    directory or a missing dependency, and ``ParityError`` if an artefact fails its checks (int8: cosine mean
+    directory or a missing dependency, ``ParityError`` if an artefact fails its checks (int8: cosine mean
     >= ``min_cos_mean`` (0.999) and min >= ``min_cos_min`` (0.99) against fp32 eager; fp32: near-identical
-    and batch-invariant within 1e-5). On any error nothing is left behind. Progress messages go to the
+    and batch-invariant within 1e-5), and ``CollapsedModelError`` for a model that gives unrelated texts nearly
+    the same vector (:mod:`lwx_edge.collapse`; ``allow_collapsed`` exports it anyway). On any error nothing is
+    left behind. Progress messages go to the
     ``lwx_edge.export`` logger (INFO); ``log``, if given, receives each of them too.
     """
     from .. import _quiet
@@ -229,11 +231,28 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | 
     if max_len > cfg.max_len:
         raise InputError(f"max_len {max_len} exceeds the model's max_len {cfg.max_len} (its position table)")
     tokenizer = bundle.tokenizer(max_len=max_len)  # BundleError: a text contract we do not apply, wrong vocab
+    if not allow_collapsed:
+        _refuse_collapsed(encoder, tokenizer, bundle.path)
     target, new_copy = _resolve_target(bundle, out)
 
     with _quiet.quiet(quiet):
         return _export(bundle, encoder, tokenizer, fmts, bool(int8), max_batch, max_len, th, target, new_copy,
                        say, quiet)
+
+
+def _refuse_collapsed(encoder, tokenizer, path) -> None:
+    """CollapsedModelError when the fp32 encoder gives the probe set's unrelated texts nearly one vector."""
+    import torch
+
+    from ..collapse import check
+    from ..tokenizer import Tokenizer
+
+    def embed(texts):
+        ids, mask = Tokenizer.pad(tokenizer.encode(list(texts)).ids)
+        with torch.no_grad():
+            return encoder(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+
+    check(embed, str(path))
 
 
 def _remove_stale_work_dirs() -> None:
