@@ -112,9 +112,9 @@ def test_ships_its_test_split_evaluation_and_beats_tfidf_on_every_task():
     manifest = json.loads((DEFAULT_MODEL / "manifest.json").read_text())
     assert "eval_test.json" in manifest["files"] and manifest["results"] == ["eval_test.json"]
     ev = json.loads((DEFAULT_MODEL / "eval_test.json").read_text())
-    assert ev["split"] == "test" and set(ev["tasks"]) == {"xsr", "cls", "dialogue", "everyday"}
+    assert ev["split"] == "test" and set(ev["tasks"]) == {"xsr", "cls", "dialogue", "everyday", "conversation"}
     ours, tfidf, teacher = (ev["results"][k] for k in ("lwx-edge default", "TF-IDF", "teacher USE-m v3"))
-    for task in ("xsr_short", "xsr_doc", "xsr_dialogue", "xsr_everyday"):
+    for task in ("xsr_short", "xsr_doc", "xsr_dialogue", "xsr_everyday", "xsr_conversation"):
         assert ours[task]["avg"] > tfidf[task]["avg"], task
         directions = [k for k in ours[task] if "-" in k]
         assert len(directions) == 8 and set(teacher[task]) >= set(directions)  # references in the same run

@@ -59,8 +59,19 @@ def test_the_default_recipe_and_its_gpu_overlays_are_the_ones_the_shipped_model_
     the 128k vocabulary with a rank-160 4-bit table (``lwx-edge transfer``), 300 s of the README recipe with
     recipes/gpu-24k-words.json over it on an H200, its FFN cut from 1,024 to 512 neurons (tools/prune_ffn.py),
     then 320 s of recipes/gpu-words-ffn512.json from that cut model (its best checkpoint, step 7,000), then 290 s
-    of recipes/gpu-ffn512-more.json from that model as shipped (its final bundle, step 8,390)."""
-    fourth = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
+    of recipes/gpu-ffn512-more.json from that model as shipped (its final bundle, step 8,390), then recipes/
+    gpu-conversation.json with recipes/conversation/lang-align6.json over it from that model as shipped (its best
+    checkpoint, step 4,000), blended half and half with its start (tools/interpolate.py)."""
+    fifth = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
+    conv = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-conversation.json",
+                                   REPO / "recipes" / "conversation" / "lang-align6.json"]).to_dict()
+    conv.update(tokenizer="runs/conv-lang-align6/tokenizer.model")
+    conv["model"]["vocab_size"] = 128000
+    _same_run(fifth["config"], conv)
+    assert fifth["device"] == "cuda:0" and fifth["step"] == 4000
+    assert fifth["interpolated"] == {"start": "default", "tuned": "runs/conv-lang-align6/best", "alpha": 0.5}
+    assert fifth["started_from"]["bundle"] == conv["init_from"] == "lwx_edge/default_model"
+    fourth = fifth["started_from"]["training"]
     more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-ffn512-more.json"]).to_dict()
     more.update(max_time=290.0, tokenizer="runs/gpu-ffn512-more/tokenizer.model")
     more["model"]["vocab_size"] = 128000
