@@ -62,7 +62,7 @@ class LossWeights:
 
 
 CHOICES = {"teacher": ("use", "none"), "token_init": ("teacher", "random"), "kd_space": ("projection", "output"),
-           "schedule": ("paper", "linear"), "batch_group": ("none", "lang")}
+           "schedule": ("paper", "linear"), "batch_group": ("none", "lang"), "sim_form": ("paper", "cosine")}
 
 
 @dataclass
@@ -97,6 +97,8 @@ class TrainConfig:
     max_steps: int | None = None
     max_time: float | None = None                         # seconds of training (resumes included)
     gen_mode: str = "ugt"                                 # ugt | xtr | smlm
+    sim_form: str = "paper"                               # paper: Eq. 6 as written | cosine: scale-free (METHOD §3.4)
+    sim_temperature: float = 0.05                         # the cosine form's softmax temperature
     weights: LossWeights = field(default_factory=LossWeights)
     teacher: str = "use"                                  # use | none
     teacher_cache: str = "data/teacher-cache"
@@ -182,6 +184,8 @@ class TrainConfig:
                 bad.append(f"{key} must be >= 1 (or null), got {getattr(self, key)}")
         if not (math.isfinite(self.lr) and self.lr > 0):
             bad.append(f"lr must be a positive number, got {self.lr}")
+        if not (math.isfinite(self.sim_temperature) and self.sim_temperature > 0):
+            bad.append(f"sim_temperature must be a positive number, got {self.sim_temperature}")
         if self.max_time is not None and not (math.isfinite(self.max_time) and self.max_time > 0):
             bad.append(f"max_time must be a positive number of seconds, got {self.max_time}")
         for key in ("weight_decay", "decay_factor"):

@@ -209,6 +209,34 @@ def test_similarity_clamp_keeps_it_finite():
     assert torch.isfinite(g).all()
 
 
+def test_similarity_cosine_form_is_scale_free_and_batch_size_aware():
+    """The cosine form: the same value for vectors scaled by any norm, the paper's row sums averaged over rows
+    (so a batch of copies of the same rows scores as the rows do), and its own by-hand value."""
+    torch.manual_seed(0)
+    u, v = torch.randn(8, 16), torch.randn(8, 16)
+    base = similarity_loss(u, v, form="cosine")
+    assert similarity_loss(7.0 * u, 0.1 * v, form="cosine").item() == pytest.approx(base.item(), rel=1e-5)
+    paper_small, paper_big = similarity_loss(u, v), similarity_loss(7.0 * u, 7.0 * v)
+    # the literal form depends on the norms: at 7x, both rows' softmaxes are one-hot on the diagonal (saturated)
+    assert paper_small.item() > 1e-3 and paper_big.item() == pytest.approx(0.0, abs=1e-6)
+    # a batch of 64 vectors drawn like the 8: a mean over rows, of the same order (a sum would be ~8x)
+    big = similarity_loss(torch.randn(64, 16), torch.randn(64, 16), form="cosine").item()
+    assert 0.25 * base.item() < big < 4 * base.item()
+    # by hand: softmax of cosines over the temperature among the other texts, −Σ log cos(π/2 Δ) / n
+    un, vn = torch.nn.functional.normalize(u, dim=1), torch.nn.functional.normalize(v, dim=1)
+    off = torch.eye(8, dtype=torch.bool)
+    d = (torch.softmax((un @ un.T / 0.05).masked_fill(off, -math.inf), 1)
+         - torch.softmax((vn @ vn.T / 0.05).masked_fill(off, -math.inf), 1))
+    assert (d.diagonal() == 0).all() and base.item() > 0.1
+    want = -torch.log(torch.cos(math.pi / 2 * d.clamp(-(1 - 1e-4), 1 - 1e-4))).sum().item() / 8
+    assert base.item() == pytest.approx(want, rel=1e-5)
+    assert similarity_max_delta(u, v, form="cosine") == pytest.approx(d.abs().max().item(), rel=1e-5)
+    with pytest.raises(InputError, match="form must be one of"):
+        similarity_loss(u, v, form="mean")
+    with pytest.raises(InputError, match="temperature must be a positive number"):
+        similarity_loss(u, v, form="cosine", temperature=0.0)
+
+
 # ---- distance constraint ([T] Eqs. 7–10) ---------------------------------------------------------
 
 def _distance_by_hand(u, v, alpha, beta, lam, n_neg):

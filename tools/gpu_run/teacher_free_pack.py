@@ -1,0 +1,48 @@
+"""Pack what the teacher-free GPU check (teacher_free_check.sh) needs into .gpu/teacher-free.tar.xz (about 8 MiB):
+the dialogue and DDTP train splits, the dialogue dev split and an 8k SentencePiece model trained on those pairs
+(as the trainer would train it, so the GPU machine spends no time on it).
+
+    python tools/gpu_run/teacher_free_pack.py [--out .gpu/teacher-free.tar.xz]
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from lwx_edge.tokenizer import train_tokenizer  # noqa: E402
+from lwx_edge.train import TrainConfig, _read_pairs  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / ".gpu" / "teacher-free.tar.xz")
+    args = ap.parse_args()
+    cfg = TrainConfig.from_files([ROOT / "recipes" / "teacher-free.json"])
+    corpus = ROOT / "data" / "corpus"
+    with tempfile.TemporaryDirectory() as tmp:
+        stage = Path(tmp)
+        for f in [*corpus.glob("dialogue/train.en-*.tsv"), *corpus.glob("dialogue/dev.en-*.tsv"),
+                  *corpus.glob("ddtp/train.en-*.tsv")]:
+            (stage / f.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, stage / f.relative_to(ROOT))
+        pairs = _read_pairs([str(ROOT / c) for c in cfg.corpus], print)
+        if not pairs:
+            sys.exit("error: no dialogue or DDTP train pairs under data/corpus (run lwx-edge data all)")
+        tok = stage / cfg.tokenizer
+        tok.parent.mkdir(parents=True)
+        train_tokenizer([t for p in pairs for t in (p.src, p.tgt)], tok, vocab_size=8000, seed=cfg.seed,
+                        progress=False)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(args.out, "w:xz") as tar:
+            tar.add(stage / "data", arcname="data")
+    print(f"wrote {args.out} ({args.out.stat().st_size / 2**20:.1f} MiB)")
+
+
+if __name__ == "__main__":
+    main()
