@@ -97,7 +97,7 @@ class TrainConfig:
     max_steps: int | None = None
     max_time: float | None = None                         # seconds of training (resumes included)
     gen_mode: str = "ugt"                                 # ugt | xtr | smlm
-    sim_form: str = "paper"                               # paper: Eq. 6 as written | cosine: scale-free (METHOD §3.4)
+    sim_form: str = "cosine"                              # cosine: scale-free (METHOD §3.4) | paper: Eq. 6 as written
     sim_temperature: float = 0.05                         # the cosine form's softmax temperature
     weights: LossWeights = field(default_factory=LossWeights)
     teacher: str = "use"                                  # use | none

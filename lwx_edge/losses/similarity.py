@@ -1,4 +1,4 @@
-"""Sentence similarity loss, [P] Eq. 6 (docs/METHOD.md §3.4)."""
+"""Sentence similarity loss, [P] Eq. 6, and the scale-free form the trainer uses by default (docs/METHOD.md §3.4)."""
 from __future__ import annotations
 
 import math

