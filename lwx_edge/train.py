@@ -36,8 +36,10 @@ from tqdm.auto import tqdm
 from . import losses as L
 from .bundle import recover_dir, write_json_atomic, write_text_atomic
 from .checkpoint import load_checkpoint, save_bundle, save_checkpoint
+from .collapse import MAX_UNRELATED_COS, probe_texts, unrelated_cosine
 from .data.batches import MonoBatcher, PairBatcher, slice_rows, tokenize_pairs
 from .errors import LwxError
+from .guard import DivergenceGuard
 from .losses.registry import active, gathered
 from .model import TABLE_GROUP, DualEncoderModel, ModelConfig
 from .tokenizer import Tokenizer, train_tokenizer
@@ -113,6 +115,9 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"                                  # auto | cpu | cuda
     compile: bool = False
+    guard: bool = True                                    # roll back on divergence (lwx_edge.guard)
+    guard_rollbacks: int = 3                              # then stop with an error naming the term
+    guard_lr_factor: float = 0.5                          # learning rate scale after each rollback
     threads: int | None = None                            # torch and the teacher (None: their defaults)
     teacher_workers: int = 1                              # processes computing uncached teacher vectors
 
@@ -172,7 +177,7 @@ class TrainConfig:
         """Refuse values no run can use, with the field's name (before any work starts)."""
         bad = []
         for key in ("batch_size", "mono_batch_size", "train_max_len", "epochs", "log_every", "dev_max_pairs",
-                    "vocab_size", "teacher_workers"):
+                    "vocab_size", "teacher_workers", "guard_rollbacks"):
             if getattr(self, key) < 1:
                 bad.append(f"{key} must be >= 1, got {getattr(self, key)}")
         for key in ("warmup_steps", "head_warmup_steps", "eval_every", "save_every", "bucket", "dev_holdout",
@@ -184,6 +189,8 @@ class TrainConfig:
                 bad.append(f"{key} must be >= 1 (or null), got {getattr(self, key)}")
         if not (math.isfinite(self.lr) and self.lr > 0):
             bad.append(f"lr must be a positive number, got {self.lr}")
+        if not (math.isfinite(self.guard_lr_factor) and 0 < self.guard_lr_factor < 1):
+            bad.append(f"guard_lr_factor must lie in (0, 1), got {self.guard_lr_factor}")
         if not (math.isfinite(self.sim_temperature) and self.sim_temperature > 0):
             bad.append(f"sim_temperature must be a positive number, got {self.sim_temperature}")
         if self.max_time is not None and not (math.isfinite(self.max_time) and self.max_time > 0):
@@ -482,10 +489,13 @@ class Trainer:
             self._init_from_teacher()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                           amsgrad=True)
-        self.step, self.elapsed, self.best = 0, 0.0, -math.inf
+        self.step, self.elapsed, self.best, self.lr_scale = 0, 0.0, -math.inf, 1.0
+        self.guard = (DivergenceGuard(cfg.guard_rollbacks, cfg.guard_lr_factor, batch_size=cfg.batch_size)
+                      if cfg.guard else None)
         if resume and (self.out / "checkpoint").exists():
             meta = load_checkpoint(self.out / "checkpoint", self.model, self.optimizer)
             self.step, self.elapsed, self.best = meta["step"], meta["elapsed"], meta["best"]
+            self.lr_scale = meta.get("lr_scale", 1.0)
             self.log.drop_after(self.step)
             self.log(f"resumed from {self.out / 'checkpoint'} at step {self.step}")
         self.ddp = self.model
@@ -631,7 +641,7 @@ class Trainer:
 
     def train_step(self, step: int) -> dict[str, float]:
         epoch = step // self.batcher.steps_per_epoch
-        lr = lr_at(self.cfg, step, epoch, self._progress())
+        lr = lr_at(self.cfg, step, epoch, self._progress()) * self.lr_scale
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         self.model.generative_head.alone = step < self.cfg.head_warmup_steps
@@ -644,13 +654,16 @@ class Trainer:
                                batch.get("mono_ids"), batch.get("mono_mask"))
         terms = compute_losses(out, batch, self.cfg, self.world)
         loss = total_loss(terms, self.cfg.weights)
-        if not torch.isfinite(loss):
-            raise LwxError(f"loss became {loss.item()} at step {step}; lower --lr or check the data")
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
         rec = {k: float(v.detach()) for k, v in terms.items()}
         rec.update(loss=float(loss.detach()), lr=lr, epoch=epoch)
+        if not self._agree(not math.isfinite(rec["loss"])):  # a non-finite step is never applied
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+        elif self.guard is None:
+            bad = [k for k, v in rec.items() if not math.isfinite(v)]
+            raise LwxError(f"loss became {rec['loss']} at step {step} (non-finite: {', '.join(bad)}); lower --lr "
+                           "or check the data")
         return rec
 
     @torch.no_grad()
@@ -676,6 +689,8 @@ class Trainer:
             rec.update(sums)
             rec["dev/loss"] = sum(getattr(self.cfg.weights, k[4:]) * v for k, v in sums.items())
         enc = Encoder(self.tokenizer, TorchBackend(self.model.encoder, self.device))
+        texts, groups = probe_texts()
+        rec["dev/unrelated_cos"] = unrelated_cosine(enc.embed(texts, batch_size=128, truncation="ignore"), groups)
         if self.cfg.dev_docs:
             scores = retrieval(lambda t: enc.embed(t, batch_size=128), self.cfg.dev_docs,
                                max_pairs=None if full else self.cfg.dev_max_pairs)
@@ -702,7 +717,8 @@ class Trainer:
     def _save(self, final: bool = False) -> None:
         if self.rank != 0:
             return
-        meta = {"step": self.step, "elapsed": self.elapsed, "best": self.best, "config": self.cfg.to_dict()}
+        meta = {"step": self.step, "elapsed": self.elapsed, "best": self.best, "lr_scale": self.lr_scale,
+                "config": self.cfg.to_dict()}
         save_checkpoint(self.out / "checkpoint", self.model, self.optimizer, meta)
         if final:
             save_bundle(self.model.encoder, self.tokenizer_path, self.out / "bundle", self._info())
@@ -736,9 +752,16 @@ class Trainer:
         last, t_window, pairs_window = {}, time.perf_counter(), 0
         if cfg.eval_every and self.step == 0:
             last = self._evaluate()  # where the initialisation starts
+        if self.guard is not None and self.guard.good is None:
+            self._keep_good()
         while self.step < total and not (cfg.max_time and self.elapsed >= cfg.max_time):
             t0 = time.perf_counter()
             rec = self.train_step(self.step)
+            sign = self.guard.check_step(rec, tuple(k for k in rec if k not in ("loss", "lr", "epoch"))) \
+                if self.guard is not None else None
+            if self._agree(sign is not None):
+                self._roll_back(*(sign or ("a divergence on another rank", "unknown")))
+                continue
             self.step += 1
             dt = time.perf_counter() - t0
             self.elapsed += dt
@@ -750,7 +773,8 @@ class Trainer:
                            elapsed_s=round(self.elapsed, 2))
                 t_window, pairs_window = now, 0
                 self.log.metrics(rec)
-                bar.set_postfix(step=self.step, loss=f"{rec['loss']:.3f}", pps=f"{rec['pairs_per_s']:.0f}")
+                bar.set_postfix(step=self.step, loss=f"{rec['loss']:.3f}", pps=f"{rec['pairs_per_s']:.0f}",
+                                **({"rollbacks": self.guard.rollbacks} if self.guard and self.guard.rollbacks else {}))
             if cfg.eval_every and self.step % cfg.eval_every == 0:
                 last = self._evaluate()
             if cfg.save_every and self.step % cfg.save_every == 0:
@@ -767,14 +791,47 @@ class Trainer:
     def _evaluate(self, full: bool = False) -> dict:
         rec = self.validate(full) if self.rank == 0 else {}
         rec["step"] = self.step
+        sign = None
         if self.rank == 0:
             self.log.metrics(rec)
             shown = " ".join(f"{k[4:]}={v:.4f}" for k, v in rec.items() if k.startswith("dev/"))
             self.log(f"step {self.step}: {shown}")
-            if not full and self._score(rec) > self.best:  # compare like with like (capped pools)
+            if self.guard is not None:
+                sign = self.guard.check_eval(rec["dev/unrelated_cos"], MAX_UNRELATED_COS)
+            if sign is None and not full and self._score(rec) > self.best:  # compare like with like (capped pools)
                 self.best = self._score(rec)
                 save_bundle(self.model.encoder, self.tokenizer_path, self.out / "best", self._info())
+        if self.guard is not None:
+            if self._agree(sign is not None):
+                self._roll_back(*(sign or ("a collapse seen on rank 0", "unknown")))
+            else:
+                self._keep_good(rec.get("dev/unrelated_cos"))
         return rec
+
+    def _agree(self, flag: bool) -> bool:
+        """``flag`` on any rank (every rank must take the same branch)."""
+        if self.world == 1:
+            return flag
+        t = torch.tensor([float(flag)], device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def _keep_good(self, unrelated_cos: float | None = None) -> None:
+        self.guard.keep(self.model, self.optimizer, {"step": self.step, "elapsed": self.elapsed}, unrelated_cos)
+
+    def _roll_back(self, what: str, term: str) -> None:
+        """Back to the last good state with a lower learning rate (lwx_edge.guard); logged as an event."""
+        at = self.step
+        state = self.guard.roll_back(self.model, self.optimizer, what, term, at)  # DivergenceError at the limit
+        self.step, self.elapsed = state["step"], state["elapsed"]
+        self.lr_scale *= self.cfg.guard_lr_factor
+        event = {"event": "rollback", "step": at, "to_step": self.step, "reason": what, "term": term,
+                 "lr_scale": self.lr_scale, "rollbacks": self.guard.rollbacks}
+        if self.rank == 0:
+            self.log.metrics(event)
+            self.log(f"divergence at step {at}: {what}, in {term}; rolled back to step {self.step} with the "
+                     f"learning rate x{self.lr_scale:g} (rollback {self.guard.rollbacks} of "
+                     f"{self.cfg.guard_rollbacks})")
 
 
 def train(cfg: TrainConfig, resume: bool = False) -> dict:

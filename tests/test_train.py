@@ -332,3 +332,69 @@ def test_head_warmup_trains_the_generative_head_alone_first(tiny_corpus, tmp_pat
     assert not torch.equal(head_start, head.dense.weight)
     trainer.train_step(2)
     assert not torch.equal(start["tok.weight"], encoder.tok.weight)
+
+
+# ---- the divergence guard (issue 36) ------------------------------------------------------------------
+
+def _events(out):
+    return [json.loads(x) for x in open(os.path.join(out, "metrics.jsonl")) if '"event"' in x]
+
+
+def test_a_non_finite_term_is_not_applied_rolled_back_and_named(tiny_corpus, tmp_path, monkeypatch):
+    """Fault injection: the alignment term turns NaN once at step 6; the step is not applied, the run goes back
+    to its last good state (the evaluation at step 4) at half the learning rate, and finishes."""
+    import lwx_edge.train as T
+
+    real, fired = T.compute_losses, []
+
+    def faulty(out, batch, cfg, world):
+        terms = real(out, batch, cfg, world)
+        if trainer.step == 6 and not fired:
+            fired.append(1)
+            terms["align"] = terms["align"] * float("nan")
+        return terms
+
+    monkeypatch.setattr(T, "compute_losses", faulty)
+    trainer = T.Trainer(tiny_config(tiny_corpus, tmp_path / "run", max_steps=12, eval_every=4))
+    trainer.fit()
+    (event,) = _events(tmp_path / "run")
+    assert event == {"event": "rollback", "step": 6, "to_step": 4, "reason": "a non-finite loss", "term": "align",
+                     "lr_scale": 0.5, "rollbacks": 1}
+    m = read_metrics(tmp_path / "run")
+    assert trainer.step == 12 and all(np.isfinite(r["loss"]) for r in m.values())
+    assert m[12]["lr"] == pytest.approx(0.5 * T.lr_at(trainer.cfg, 11, 0, 11 / 12), rel=1e-6)
+
+
+def test_a_spike_is_rolled_back_and_named_by_the_term_that_rose():
+    from lwx_edge.guard import DivergenceGuard
+
+    g = DivergenceGuard(window=10)
+    g.good_terms = {"gen": 2.0, "align": 1.0}
+    for i in range(10):
+        assert g.check_step({"loss": 3.0 + 0.1 * i, "gen": 2.0, "align": 1.0 + 0.1 * i}, ("gen", "align")) is None
+    what, term = g.check_step({"loss": 60.0, "gen": 2.5, "align": 57.5}, ("gen", "align"))
+    assert what.startswith("a loss spike (60, 10x the median of the last 10 steps") and term == "align"
+
+
+def test_a_too_high_learning_rate_collapses_is_rolled_back_three_times_then_stops_naming_it(tiny_corpus, tmp_path):
+    """lr 0.5 with no warm-up: every vector alike within 10 steps (the alignment loss at 2·ln 16); three rollbacks
+    at halved learning rates do not save it, and the run stops with one error that says so (CLI: one line)."""
+    from lwx_edge.guard import DivergenceError
+    from lwx_edge.train import Trainer
+
+    cfg = tiny_config(tiny_corpus, tmp_path / "run", max_steps=60, lr=0.5, warmup_steps=0, eval_every=10)
+    with pytest.raises(DivergenceError, match=r"training diverged at step 10: representation collapse \(unrelated "
+                                              r"probe texts at cosine 1\.000\), in align \(mean .*at 2·ln 16 = 5\.55\); "
+                                              r"stopped after 3 rollback\(s\) with the learning rate scaled down to 0\.125"):
+        Trainer(cfg).fit()
+    events = _events(tmp_path / "run")
+    assert [e["lr_scale"] for e in events] == [0.5, 0.25, 0.125] and {e["to_step"] for e in events} == {0}
+    assert not (tmp_path / "run" / "best").exists() or json.loads(
+        (tmp_path / "run" / "best" / "manifest.json").read_text())["training"]["step"] == 0  # never a collapsed best
+    r = _cli(["train", "--corpus", str(tiny_corpus["train_fr"]), "--tokenizer", str(tiny_corpus["tokenizer"]), "--dev-docs",
+              str(tiny_corpus["dev_docs"]), "--out", str(tmp_path / "cli"), "--teacher", "none", "--max-steps", "60",
+              "--set", "lr=0.5", "--set", "warmup_steps=0", "--set", "eval_every=10", "--set", "batch_size=16",
+              "--set", "model.d_model=32", "--set", "model.n_heads=4", "--set", "model.d_ff=64",
+              "--set", "model.max_len=32", "--set", "dev_holdout=32"])
+    assert r.returncode == 2 and "training diverged at step" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "rolled back to step 0" in r.stderr  # each rollback is logged as it happens
