@@ -19,7 +19,8 @@ The file (format ``lwx-edge-index`` version 1; the Android demo's JVM core reads
 Every ``add``/``upsert``/``delete`` batch is one transaction (a crash leaves the batches committed before it),
 the file runs in WAL mode so readers in other processes keep working while one writes, and ``close`` folds
 the WAL back into the file, so the file alone can be copied to a phone. Search is exact: the int8 vectors
-are held in memory (dim bytes per item) and scored in chunks of float32, so memory stays flat. From
+are held in memory (dim bytes per item) and scored in chunks (summed in float64, kept as float32: identical rows
+score identically), so memory stays flat. From
 ``SCAN_MIN_ITEMS`` items on an integer first pass (:mod:`lwx_edge._scan`: onnxruntime's int8 GEMM over the rows,
 packed once, one more dim bytes per item) picks the rows that can make the top k, and only those are scored in
 float32: the same hits, several times faster.
@@ -49,7 +50,7 @@ from .errors import InputError, LwxError
 __all__ = ["Index", "Hit", "IndexFileError", "quantize", "dequantize"]
 
 FORMAT, FORMAT_VERSION = "lwx-edge-index", 1
-_CHUNK_ROWS = 2048          # rows dequantized at once: 2048 x 512 float32 = 4 MB (fits in cache)
+_CHUNK_ROWS = 2048          # rows converted at once: 2048 x 512 float64 = 8 MB
 _SCORE_BLOCK = 1 << 22      # scores held at once (queries x items): 16 MB of float32
 _DEFAULT_BATCH = 256        # texts embedded and committed per transaction
 APPROX_MIN_ITEMS = 50_000   # approximate=None uses the graph from this many items on (tools/bench_index.py)
@@ -588,13 +589,18 @@ class Index:
 
     @staticmethod
     def _scores(qv: np.ndarray, q: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """[m, n] cosine scores of unit queries against the int8 rows, dequantized a chunk at a time."""
+        """[m, n] cosine scores of unit queries against the int8 rows, a chunk at a time. The dot products are
+        summed in float64 and rounded to float32, so identical rows get identical scores: a float32 GEMM sums
+        a row in an order that depends on where the row falls in the BLAS kernel's tiles (OpenBLAS 0.3.31 gave
+        two copies of one row different last bits), which would break the tie rule (equal scores: lower row
+        first) that the JVM core shares."""
         out = np.empty((len(qv), len(q)), dtype=np.float32)
-        chunk = np.empty((min(_CHUNK_ROWS, len(q)), q.shape[1]), dtype=np.float32)
+        q64 = np.asarray(qv, dtype=np.float64)
+        chunk = np.empty((min(_CHUNK_ROWS, len(q)), q.shape[1]), dtype=np.float64)
         for s in range(0, len(q), _CHUNK_ROWS):
             m = min(_CHUNK_ROWS, len(q) - s)
             np.copyto(chunk[:m], q[s:s + m], casting="unsafe")
-            np.matmul(qv, chunk[:m].T, out=out[:, s:s + m])
+            out[:, s:s + m] = q64 @ chunk[:m].T
         out *= scale
         return out
 

@@ -205,6 +205,8 @@ class TrainConfig:
         for key, allowed in CHOICES.items():
             if getattr(self, key) not in allowed:
                 bad.append(f"unknown {key} {getattr(self, key)!r} (use {' or '.join(map(repr, allowed))})")
+        if self.batch_group != "none" and not self.bucket:
+            bad.append("batch_group needs bucket > 0 (batches are grouped inside each bucket)")
         bad += _model_problems(self.model)
         if bad:
             raise LwxError("invalid training config: " + "; ".join(bad))
@@ -440,8 +442,6 @@ class Trainer:
         if not cfg.corpus:
             raise LwxError("no training corpus given (--corpus FILE, a *.en-xx.tsv file)")
         use_teacher = cfg.teacher != "none" and (cfg.weights.kd or cfg.weights.mono)
-        if cfg.batch_group != "none" and not cfg.bucket:
-            raise LwxError("batch_group needs bucket > 0 (batches are grouped inside each bucket)")
         torch.manual_seed(cfg.seed)
 
         start = self._start_weights() if cfg.init_from else None
