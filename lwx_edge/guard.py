@@ -18,6 +18,8 @@ from collections import deque
 
 from .errors import LwxError
 
+COLLAPSE_MARGIN = 0.1  # a collapse is a jump: from at least this far below the limit to above it
+
 
 class DivergenceError(LwxError):
     """The run kept diverging after its rollbacks."""
@@ -55,9 +57,9 @@ class DivergenceGuard:
 
     def check_eval(self, unrelated_cos: float, limit: float) -> tuple[str, str] | None:
         """(what happened, the term behind it) if the model collapsed: the probe's unrelated cosine above
-        ``limit`` where the last good state was below it (a start above it is where the run begins, not a
-        divergence), or not finite. Else None."""
-        was_fine = self.good_cos is not None and self.good_cos <= limit
+        ``limit`` where the last good state was clearly below it (by :data:`COLLAPSE_MARGIN`: a start near or above
+        it, as a tiny model's may be, is where the run is, not a divergence), or not finite. Else None."""
+        was_fine = self.good_cos is not None and self.good_cos <= limit - COLLAPSE_MARGIN
         if not math.isfinite(unrelated_cos) or (unrelated_cos > limit and was_fine):
             return (f"representation collapse (unrelated probe texts at cosine {unrelated_cos:.3f})",
                     self._collapsed_term())
@@ -114,4 +116,4 @@ def _to_cpu(obj):
     return obj
 
 
-__all__ = ["DivergenceError", "DivergenceGuard"]
+__all__ = ["COLLAPSE_MARGIN", "DivergenceError", "DivergenceGuard"]

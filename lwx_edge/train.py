@@ -99,7 +99,7 @@ class TrainConfig:
     max_steps: int | None = None
     max_time: float | None = None                         # seconds of training (resumes included)
     gen_mode: str = "ugt"                                 # ugt | xtr | smlm
-    sim_form: str = "cosine"                              # cosine: scale-free (METHOD §3.4) | paper: Eq. 6 as written
+    sim_form: str = "cosine"                              # cosine: scale-free (docs/METHOD.md §3.4) | paper: Eq. 6
     sim_temperature: float = 0.05                         # the cosine form's softmax temperature
     weights: LossWeights = field(default_factory=LossWeights)
     teacher: str = "use"                                  # use | none

@@ -92,6 +92,8 @@ def test_data_games_builds_the_game_catalogues_split_by_source_package(tmp_path,
     assert result.exit_code == 0, result.output
     held = [Path("data/corpus") / d for d in ("everyday", "dialogue", "gettext")]
     assert calls == [(tmp_path / "games", {"packages": ed.GAME_PACKAGES, "work_dir": Path("data/debs")}),
-                     (Path("data/corpus/games-extra"), {"work_dir": Path("data/debs"), "exclude_dirs": held})]
+                     (Path("data/corpus/games-extra"), {"work_dir": Path("data/debs"), "exclude_dirs": held}),
+                     (Path("data/corpus/games-more"), {"work_dir": Path("data/debs"), "sources": gm.MORE_SOURCES,
+                                                       "exclude_dirs": held})]
     assert not set(ed.GAME_PACKAGES) & set(ed.PARALLEL_PACKAGES)       # no everyday eval source is trained on
     assert ed.GAME_PACKAGES == ("cataclysm-dda-data",) and gt.split_of("cataclysm-dda") == "train"  # its source
