@@ -1,7 +1,7 @@
 """Is a model collapsed? Unrelated texts of the probe set should get different vectors (numpy only).
 
 A training run can end with an encoder that maps every text to nearly the same vector (the alignment loss at
-ln n, retrieval at chance) and still write a bundle that loads and exports. :func:`check` embeds the probe
+2·ln n, retrieval at chance) and still write a bundle that loads and exports. :func:`check` embeds the probe
 set's sentences (:mod:`lwx_edge.export.probe`: ten groups, each one sentence in five languages) and measures the
 mean cosine of texts from different groups: the shipped default scores 0.06, the teacher 0.06, a collapsed model
 close to 1. ``lwx-edge export`` refuses such a model, ``lwx-edge eval`` warns.
@@ -57,7 +57,7 @@ def check(embed: Callable[[Sequence[str]], np.ndarray], what: str) -> float:
             f"{what}: the model is collapsed: unrelated probe texts get nearly the same vector (mean cosine "
             f"{cos:.3f}; the shipped default 0.06; limit {MAX_UNRELATED_COS}), so retrieval and classification "
             "would be at chance. The training run that made it diverged; look at its metrics.jsonl "
-            "(dev P@1, the alignment loss near ln(batch size)) and retrain from an earlier checkpoint or with "
+            "(dev P@1, the alignment loss near 2·ln(batch size)) and retrain from an earlier checkpoint or with "
             "a lower learning rate")
     return cos
 

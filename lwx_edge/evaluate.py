@@ -358,7 +358,8 @@ def markdown_table(results: dict, split: str) -> str:
             "dialogue = the same on the Wesnoth campaigns' dialogue of the split; everyday = the same on the "
             "everyday corpus's split (game dialogue and story text, split by gettext domain; FreeDroid RPG held "
             "out whole); conversation = the same on short conversational lines of games no corpus trains on, split "
-            "by game (test: Fish Fillets NG; dev: FreeDink, Adonthell, The Question); cls = balanced accuracy over 8 Debian sections, logistic head fitted on English train "
+            "by game (test: Fish Fillets NG; dev: FreeDink, Adonthell, The Question); cls = balanced accuracy "
+            "over 8 Debian sections, logistic head fitted on English train "
             "docs, C chosen on English dev.", "", _row(head), "|" + "---|" * len(head)]
     for name, r in results.items():
         cells = [name] + [f"{r[f'xsr_{t}']['avg']:.3f}" if f"xsr_{t}" in r else "–" for t in xsr]

@@ -70,7 +70,7 @@ class DivergenceGuard:
         collapse measure of its evaluation, if any)."""
         self.good_cos = unrelated_cos
         self.good = {"model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
-                     "optimizer": copy.deepcopy(_to_cpu(optimizer.state_dict())), "state": dict(state)}
+                     "optimizer": _to_cpu(optimizer.state_dict()), "state": dict(state)}
         self.good_terms = self._means()
 
     def roll_back(self, model, optimizer, what: str, term: str, step: int) -> dict:
@@ -105,15 +105,16 @@ class DivergenceGuard:
 
 
 def _to_cpu(obj):
+    """A copy of a state dict with every tensor copied to the CPU (the live state keeps changing)."""
     import torch
 
     if isinstance(obj, torch.Tensor):
         return obj.detach().to("cpu", copy=True)
     if isinstance(obj, dict):
         return {k: _to_cpu(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_to_cpu(v) for v in obj]
-    return obj
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(v) for v in obj)
+    return copy.deepcopy(obj)
 
 
 __all__ = ["COLLAPSE_MARGIN", "DivergenceError", "DivergenceGuard"]
