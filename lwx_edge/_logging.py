@@ -36,14 +36,18 @@ class _Formatter(logging.Formatter):
 
 
 def configure_cli_logging(level: int = logging.INFO) -> logging.Logger:
-    """Send the package's records at ``level`` and above to stderr through tqdm; calling it again changes nothing
-    but the level. Returns the ``lwx_edge`` logger."""
+    """Send the package's records at ``level`` and above to stderr through tqdm, and nowhere else (no
+    propagation to the root logger); calling it again changes nothing but the level. Returns the ``lwx_edge``
+    logger."""
     logger = logging.getLogger(PACKAGE)
     if not any(isinstance(h, TqdmHandler) for h in logger.handlers):
         handler = TqdmHandler()
         handler.setFormatter(_Formatter("%(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)
+    # not also to the root logger: a library that configures root logging at import (ExecuTorch's export
+    # stack does) would otherwise print every line a second time
+    logger.propagate = False
     return logger
 
 

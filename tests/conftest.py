@@ -7,6 +7,16 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
+
+@pytest.fixture(autouse=True)
+def _package_logger_propagates():
+    """The CLI's logging setup stops the package logger's records at its own handler; pytest's ``caplog`` listens
+    on the root logger, so each test starts with propagation on again."""
+    import logging
+
+    yield
+    logging.getLogger("lwx_edge").propagate = True
+
 WORDS = {  # en: (fr, de)
     "cat": ("chat", "katze"), "dog": ("chien", "hund"), "house": ("maison", "haus"),
     "green": ("vert", "grün"), "red": ("rouge", "rot"), "big": ("grand", "groß"), "small": ("petit", "klein"),

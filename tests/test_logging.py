@@ -36,6 +36,21 @@ def test_the_cli_handler_writes_info_and_warnings_to_stderr_once(capsys):
         logger.handlers[:], logger.level = before
 
 
+def test_the_cli_handler_does_not_also_print_through_a_root_handler_a_library_installed(capsys):
+    """ExecuTorch's export stack configures root logging at import; the CLI's lines must still show once."""
+    logger, root = logging.getLogger("lwx_edge"), logging.getLogger()
+    before = list(logger.handlers), logger.level
+    stray = logging.StreamHandler(sys.stderr)
+    root.addHandler(stray)
+    try:
+        configure_cli_logging()
+        logging.getLogger("lwx_edge.export").info("exporting model.int8.onnx")
+        assert capsys.readouterr().err == "exporting model.int8.onnx\n"
+    finally:
+        root.removeHandler(stray)
+        logger.handlers[:], logger.level = before
+
+
 def test_a_log_callback_still_receives_the_messages_and_logging_gets_them_too(caplog):
     got = []
     with caplog.at_level(logging.INFO, logger="lwx_edge.export"):
