@@ -201,6 +201,28 @@ def test_eval_threads_reach_the_teacher(corpus, teacher_threads, tmp_path):
     assert set(res) == {"lwx-edge default", "teacher USE-m v3"}
 
 
+def test_eval_writes_to_a_fifo_and_puts_no_table_beside_it(corpus, tmp_path):
+    """``-o /dev/stdout`` / ``/dev/null`` / a FIFO: the JSON goes through it; no ``NAME.md`` appears beside it."""
+    import os
+    import threading
+
+    from typer.testing import CliRunner
+
+    from lwx_edge.cli import app
+
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    r = CliRunner().invoke(app, ["eval", "default", "--corpus", str(corpus), "--split", "dev", "--tasks", "xsr",
+                                 "--refs", "", "-o", str(fifo)])
+    reader.join(timeout=60)
+    assert r.exit_code == 0, r.output
+    assert "lwx-edge default" in json.loads(got[0])["results"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
 def test_paired_intervals_hold_their_coverage_and_see_a_real_difference():
     """avg_interval / paired_difference: exact on known scores, and 95% intervals that cover the truth about
     95% of the time when two systems of equal accuracy are compared on the same pairs."""
