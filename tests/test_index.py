@@ -1,6 +1,7 @@
 """lwx_edge.Index: a SQLite file of int8 vectors, searched exactly; transactional, refuses what it must."""
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -189,3 +190,30 @@ def test_equal_scores_come_in_row_order_across_chunks(enc, tmp_path, monkeypatch
         assert [h.id for h in ix.search(v[0], top_k=5)] == ["r0", "r1", "r4", "r7", "r8"]
         with pytest.raises(InputError, match=r"shape \[n, 32\]"):
             ix.add_vectors(["x"], np.zeros((1, 5)))
+
+
+def test_a_read_only_index_answers_text_queries_and_refuses_writes(index, enc, tmp_path):
+    """Issue 37: a shipped (read-only) index opens; the writer beside it (its WAL live) is seen."""
+    index.add(["late"], ["the sun at night"])  # committed, still in the WAL
+    with Index.open(index.path, enc, read_only=True) as ro:
+        assert ro.read_only and len(ro) == 18 and ro.search("the sun at night", top_k=1)[0].id == "late"
+        assert [h.id for h in ro.search(TEXTS[5], top_k=3)] == [h.id for h in index.search(TEXTS[5], top_k=3)]
+        for write in (lambda: ro.add(["x"], ["a cat"]), lambda: ro.upsert(["n1"], ["a cat"]),
+                      lambda: ro.delete(["n1"])):
+            with pytest.raises(IndexFileError, match=re.escape(str(index.path)) + ": the index is read-only"):
+                write()
+    index.close()
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "notes.lwxindex").write_bytes(index.path.read_bytes())
+    with Index.open(f"{(shipped / 'notes.lwxindex').as_uri()}?mode=ro", enc) as ro:
+        assert ro.read_only and ro.search("the sun at night", top_k=1)[0].id == "late"
+        assert ro.info()["items"] == 18
+    assert sorted(p.name for p in shipped.iterdir()) == ["notes.lwxindex"]  # no WAL, no -shm beside it
+
+
+def test_add_refuses_nan_metadata_before_embedding_anything(index):
+    with pytest.raises(InputError, match="metadata 1 holds NaN or an infinite number at 'score'"):
+        index.add(["a", "b"], ["a cat", "a dog"], [{"score": 1.0}, {"score": float("nan")}])
+    assert len(index) == 17 and "a" not in index
+    assert len(index.search(TEXTS[0], top_k=20, where={"even": True})) == 9  # where= still works

@@ -109,8 +109,8 @@ def test_deleted_and_replaced_items_follow_the_graph(big, monkeypatch):
         assert builds == [1]  # the sidecar is of an older generation: rebuilt
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbage", "truncated", "stale"])
-def test_a_missing_or_damaged_sidecar_is_rebuilt(big, damage):
+@pytest.mark.parametrize("damage", ["missing", "garbage", "truncated", "stale", "flipped"])
+def test_a_missing_or_damaged_sidecar_is_rebuilt(big, damage, caplog):
     ix, v = big
     expected = [h.id for h in ix.search(v[3], top_k=10, approximate=True)]
     ix.close()
@@ -122,15 +122,24 @@ def test_a_missing_or_damaged_sidecar_is_rebuilt(big, damage):
         side.write_bytes(b"\x00junk" * 1000)
     elif damage == "truncated":
         side.write_bytes(good[:len(good) // 2])
+    elif damage == "flipped":  # one bit of the body: the checksum tells (subprocess tests: tests/test_index_hostile.py)
+        side.write_bytes(good[:-100] + bytes([good[-100] ^ 1]) + good[-99:])
     else:  # another writer changed the file: the sidecar is of an older generation
         with Index.open(ix.path, FakeEncoder(), approximate=False) as w:
             w.delete(["i3"])
             w.add_vectors(["i3"], v[3:4])
-    with Index.open(ix.path, FakeEncoder()) as again:
+    caplog.clear()
+    with caplog.at_level("INFO", logger="lwx_edge"), Index.open(ix.path, FakeEncoder()) as again:
         got = [h.id for h in again.search(v[3], top_k=10, approximate=True)]
         assert got[0] == "i3" and len(got) == 10
         if damage != "stale":  # the graph is built on every core, so two builds may differ in a near tie
             assert len(set(got) & set(expected)) >= 9
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    if damage in ("missing", "stale"):  # nothing wrong with the file: no warning
+        assert warned == []
+    else:
+        assert len(warned) == 1 and warned[0].startswith(f"{side}: the approximate-search sidecar is damaged (")
+        assert ("checksum" in warned[0]) == (damage == "flipped")
     assert side.read_bytes()[:len(_ann.MAGIC)] == _ann.MAGIC
     assert _ann.Graph.load(side, _ann.Graph.header(np.array(sorted(_rowids(ix.path))), DIM, _generation(ix.path)))
 
