@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from .errors import InputError
+from .errors import InputError, LwxError
 
 FAULT_ENV = "LWX_EDGE_FAULT"
 _FAULT = os.environ.get(FAULT_ENV) or None
@@ -146,6 +146,33 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True  # alive, not ours to signal
     return True
+
+
+def parse_json(text: str | bytes, where, what: str, error: type[LwxError] = InputError):
+    """``json.loads(text)``, or ``error`` naming ``where`` (a file) and ``what`` it is when the text is not JSON
+    this process can read: not UTF-8, not JSON, nested too deeply, or holding an integer longer than Python
+    converts (``sys.get_int_max_str_digits()``, 4,300 digits: a ``ValueError`` from deep inside ``json``)."""
+    try:
+        return json.loads(text.decode("utf-8") if isinstance(text, (bytes, bytearray)) else text)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors too
+        why = " ".join(str(e).split())[:200] or type(e).__name__
+        raise error(f"{where}: {what} is corrupt (not valid JSON: {why})") from None
+
+
+def read_json(path: str | os.PathLike, what: str, error: type[LwxError] = InputError, missing: str | None = None):
+    """The JSON document in file ``path`` (``what`` it is, for messages), or ``error`` naming the file: missing
+    (``missing``, if given, is that message), not a regular file (a FIFO would block the read), unreadable, or
+    not JSON (:func:`parse_json`). Every JSON file lwx-edge reads from a bundle or head goes through here."""
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_file():
+            raise error(f"{path}: {what} is not a regular file")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise error(missing or f"{path}: {what} is missing") from None
+    except OSError as e:
+        raise error(f"{path}: {what} cannot be read ({e.strerror or e})") from None
+    return parse_json(data, path, what, error)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

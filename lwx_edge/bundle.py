@@ -16,7 +16,6 @@ Writes are atomic (:mod:`lwx_edge._io`).
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -24,7 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import text
-from ._io import atomic_dir, atomic_file, recover_dir, sha256_file, write_json_atomic, write_text_atomic  # noqa: F401
+from ._io import (  # noqa: F401  (re-exported: the bundle's writers and readers)
+    atomic_dir,
+    atomic_file,
+    read_json,
+    recover_dir,
+    sha256_file,
+    write_json_atomic,
+    write_text_atomic,
+)
 from ._version import __version__
 from .errors import BundleError, InputError
 
@@ -38,6 +45,10 @@ PARITY = "parity.json"
 POOLING = "mean"
 # What a manifest says about its own layout; the rest (training, artifacts, source, results) describes the model.
 LAYOUT_KEYS = ("format", "format_version", "lwx_edge_version", "created", "files")
+# The largest model a config.json may describe (checked before any runtime builds it: a crafted config must not
+# make the torch backend allocate without bound). The shipped model is 128000 x 512, 2 layers.
+MODEL_LIMITS = {"vocab_size": 10_000_000, "d_model": 8192, "n_heads": 256, "d_ff": 65536, "n_layers": 64,
+                "max_len": 65536}
 
 
 def text_contract(lowercase: bool = True) -> dict:
@@ -96,23 +107,32 @@ def inside(root: str | os.PathLike, rel, what: str = "file") -> Path:
     if Path(rel).is_absolute() or ".." in parts:
         raise BundleError(f"{root}: {what} {rel!r} points outside the directory")
     p = root / rel
-    if not p.resolve().is_relative_to(root.resolve()):
+    try:
+        outside = not p.resolve().is_relative_to(root.resolve())
+    except (RuntimeError, OSError) as e:  # a symbolic link loop: RuntimeError before Python 3.13, OSError since
+        why = "a symbolic link loop" if isinstance(e, RuntimeError) else (e.strerror or str(e))
+        raise BundleError(f"{root}: {what} {rel!r} cannot be resolved ({why})") from None
+    if outside:
         raise BundleError(f"{root}: {what} {rel!r} points outside the directory")
     return p
 
 
 def _read_json(path: Path, what: str) -> dict:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BundleError(f"{path.parent}: not a model bundle ({what} {path.name} is missing)") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise BundleError(f"{path}: {what} is corrupt (not valid JSON: {e})") from None
-    except OSError as e:
-        raise BundleError(f"{path}: {what} cannot be read ({e.strerror or e})") from None
+    obj = read_json(path, what, BundleError,
+                    missing=f"{path.parent}: not a model bundle ({what} {path.name} is missing)")
     if not isinstance(obj, dict):
         raise BundleError(f"{path}: {what} is corrupt (expected a JSON object)")
     return obj
+
+
+def shown(value, width: int = 40) -> str:
+    """``repr(value)`` cut to about ``width`` characters, for messages about crafted values (a 4000-digit
+    integer, a megabyte of text)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** width:
+        digits = len(str(abs(value)))
+        return f"{str(value)[:20]}... ({digits} digits)"
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "..."
 
 
 def _check_config(root: Path, config: dict) -> None:
@@ -122,10 +142,17 @@ def _check_config(root: Path, config: dict) -> None:
         raise BundleError(f"{root}: config.json has no 'model' section")
     if not isinstance(model, dict):
         raise BundleError(f"{root}: config.json's model section is not an object (got {type(model).__name__})")
-    for key in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
+    for key, limit in MODEL_LIMITS.items():
         v = model.get(key, 1)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise BundleError(f"{root}: config.json's model section: {key} must be a positive integer, got {v!r}")
+            raise BundleError(f"{root}: config.json's model section: {key} must be a positive integer, "
+                              f"got {shown(v)}")
+        if v > limit:
+            raise BundleError(f"{root}: config.json's model section: {key} is {shown(v)}, more than any model this "
+                              f"lwx-edge runs ({limit}): the config is damaged or edited")
+    if "d_model" in model and "n_heads" in model and model["d_model"] % model["n_heads"]:
+        raise BundleError(f"{root}: config.json's model section: d_model {model['d_model']} is not a multiple "
+                          f"of n_heads {model['n_heads']}")
     dim = config.get("embedding_dim", model.get("d_model"))
     if dim != model.get("d_model", dim):
         raise BundleError(f"{root}: config.json says embedding_dim {dim!r} but the model's d_model is "
@@ -141,11 +168,22 @@ class Bundle:
     config: dict
     manifest: dict = field(repr=False)
     format_version: int = FORMAT_VERSION
+    # listed file -> (its state on disk: device, inode, size, times; the sha256 of its bytes in that state)
+    _hashes: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, path: str | os.PathLike, verify: bool = True) -> "Bundle":
         """Read and check the layout; ``verify`` also checks the size and sha256 of every listed file
-        (``Encoder.load`` checks only the files it reads: :meth:`verify`)."""
+        (``Encoder.load`` checks only the files it reads: :meth:`verify`).
+
+        ``verify=False`` skips the size and sha256 checks of the files that only parsers which refuse damaged
+        input read (config.json, tokenizer.model, an ONNX model, the safetensors weights: a damaged one gives a
+        ``BundleError``, or an encoder that computes other vectors). The layout and manifest checks stay. It
+        never skips a check that keeps the process alive or an identity true: an ExecuTorch program (.pte),
+        which the native runtime trusts, is always checked against its sha256 in the manifest and its
+        structure verified before the runtime loads it; and the identity that heads and indexes check
+        (:meth:`identity`) is computed from the model file as it is on disk, hashed when first asked, never
+        taken from the manifest alone."""
         root = Path(path)
         if not root.exists():
             recover_dir(root)  # a write killed between its two renames
@@ -187,20 +225,96 @@ class Bundle:
         bundle.config = upgrade(config, version)
         return bundle
 
-    def verify(self, names=None) -> None:
-        """Check the size and sha256 of ``names`` (default: every listed file) against the manifest."""
+    def verify(self, names=None, *, reuse: bool = False) -> None:
+        """Check the size and sha256 of ``names`` (default: every listed file) against the manifest. ``reuse``:
+        a file hashed before (by this object) and unchanged since (same inode, size and times) is not hashed
+        again."""
         files = self.manifest["files"]
         for rel in files if names is None else names:
             entry = files.get(rel)
             if entry is None:
                 raise BundleError(f"{self.path}: bundle has no {rel}")
-            p = self.path / rel
-            size = p.stat().st_size
+            size = self._state(rel)[2]
             if size != entry.get("bytes"):
                 raise BundleError(f"{self.path}: {rel} is truncated or changed "
                                   f"({size} bytes, manifest says {entry.get('bytes')})")
-            if sha256_file(p) != entry.get("sha256"):
+            if self.file_sha256(rel, reuse=reuse) != entry.get("sha256"):
                 raise BundleError(f"{self.path}: {rel} is corrupt (sha256 does not match the manifest)")
+
+    def _state(self, rel: str) -> tuple:
+        try:
+            st = (self.path / rel).stat()
+        except OSError as e:
+            raise BundleError(f"{self.path}: {rel} cannot be read ({e.strerror or e})") from None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def file_sha256(self, rel: str, reuse: bool = True) -> str:
+        """The sha256 of listed file ``rel`` as it is on disk now (not the manifest's record of it). With
+        ``reuse``, a file this object hashed before and that is unchanged since is not hashed again."""
+        self.file(rel)
+        state = self._state(rel)
+        known = self._hashes.get(rel)
+        if reuse and known is not None and known[0] == state:
+            return known[1]
+        try:
+            sha = sha256_file(self.path / rel)
+        except OSError as e:
+            raise BundleError(f"{self.path}: {rel} cannot be read ({e.strerror or e})") from None
+        if self._state(rel) == state:  # not changed while being read
+            self._hashes[rel] = (state, sha)
+        return sha
+
+    def identity(self, artifact: str | None) -> dict:
+        """Which model ``artifact`` (a listed model file: an exported model, or the weights) is, for heads and
+        indexes to record and check. Bound to the bytes on disk: the file's sha256 is the one :meth:`verify`
+        computed, else it is hashed now (once per file state), so a file changed or swapped after the manifest
+        was written (a bundle loaded with ``verify=False``) never passes as the model the manifest names.
+
+        ``sha256`` names the model by its provenance: the sha256 of the fp32 weights it came from. For the
+        weights that is their own sha256; for an exported model, the source weights that parity.json records
+        for an export whose sha256 is this file's (so a training bundle and its own exports share one
+        identity); failing that, the file's own sha256. Also: ``artifact_sha256`` (the file's), ``model_files``
+        (the manifest's model files; the loaded one as hashed), ``identity_from`` ("weights", "export" or
+        "file") and ``matches_manifest`` (False: the file is not the one the manifest lists; its identity is
+        then its own sha256 alone)."""
+        from . import runtime
+
+        files = self.manifest.get("files") or {}
+        model_files = {n: files[n].get("sha256") for _, n, _ in runtime.artifacts() if n in files}
+        if not artifact or artifact not in files:
+            return {"sha256": None, "artifact_sha256": None, "model_files": model_files, "identity_from": None,
+                    "matches_manifest": True}
+        actual = self.file_sha256(artifact)
+        if actual != files[artifact].get("sha256"):
+            return {"sha256": actual, "artifact_sha256": actual, "model_files": {artifact: actual},
+                    "identity_from": "file", "matches_manifest": False}
+        model_files[artifact] = actual
+        if artifact == WEIGHTS:
+            source, origin = actual, "weights"
+        else:
+            source = self._export_source(artifact, actual)
+            source, origin = (source, "export") if source else (actual, "file")
+        return {"sha256": source, "artifact_sha256": actual, "model_files": model_files, "identity_from": origin,
+                "matches_manifest": True}
+
+    def _export_source(self, artifact: str, sha: str) -> str | None:
+        """The sha256 of the weights that parity.json says the export with file sha256 ``sha`` came from
+        (None when it does not say, or parity.json is not the file the manifest lists)."""
+        if not self.has(PARITY):
+            return None
+        try:
+            if self.file_sha256(PARITY) != self.manifest["files"][PARITY].get("sha256"):
+                return None
+            parity = read_json(self.file(PARITY), "parity report", BundleError)
+        except BundleError:
+            return None
+        arts, source = parity.get("artifacts"), parity.get("bundle")
+        entry = arts.get(artifact) if isinstance(arts, dict) else None
+        weights = source.get("weights_sha256") if isinstance(source, dict) else None
+        if (isinstance(entry, dict) and entry.get("sha256") == sha and isinstance(weights, str)
+                and re.fullmatch("[0-9a-f]{64}", weights)):
+            return weights
+        return None
 
     def file(self, name: str) -> Path:
         if name not in self.manifest["files"]:
@@ -221,10 +335,17 @@ class Bundle:
 
     def max_len(self, artifact: str | None = None) -> int:
         """The longest token sequence: the one ``artifact`` was exported for, else the model's."""
-        try:
-            return int(self.artifact(artifact).get("max_len") or self.config["model"]["max_len"])
-        except (KeyError, TypeError, ValueError):
-            raise BundleError(f"{self.path}: config.json has no valid model.max_len") from None
+        model = self.config.get("model")
+        limit = model.get("max_len") if isinstance(model, dict) else None
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise BundleError(f"{self.path}: config.json has no valid model.max_len")
+        value = self.artifact(artifact).get("max_len")
+        if value is None:
+            return limit
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+            raise BundleError(f"{self.path}: manifest.json's artifacts entry for {artifact}: max_len must be an "
+                              f"integer from 1 to the model's max_len ({limit}), got {shown(value)}")
+        return value
 
     def tokenizer(self, max_len: int | None = None, artifact: str | None = None, threads: int | None = None):
         """The bundle's :class:`~lwx_edge.tokenizer.Tokenizer` under its text contract (config.json), cut at

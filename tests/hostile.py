@@ -28,6 +28,9 @@ class Case:
     error: type | None = BundleError         # None: loads and works (the damage is harmless)
     base: str = "tiny"                       # tiny | edge | head
     backend: str = "auto"
+    verify: bool = True                      # Encoder.load(..., verify=)
+    isolate: bool = False                    # load in a child process, its memory capped: a regression would
+                                             # crash the native runtime or allocate without bound
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -124,6 +127,67 @@ def deep(n: int = 100_000) -> str:
     return "[" * n + "]" * n
 
 
+HUGE_INT = "7" * 5000  # more digits than Python converts (sys.get_int_max_str_digits(): 4300)
+
+
+def huge_int(name: str, vouch: bool = False):
+    """Add a key holding a 5000-digit integer to the JSON object in ``name`` (``json.loads`` raises ValueError)."""
+    def mutate(d, out):
+        text = (d / name).read_text(encoding="utf-8").rstrip()
+        write(d, name, text[:-1].rstrip() + ', "big": ' + HUGE_INT + "}")
+        if vouch:
+            rehash(d)
+    return mutate
+
+
+def loop(name: str, via: str | None = None):
+    """``name`` becomes a symbolic link to itself (or to ``via``, a link back to it), listed in the manifest."""
+    def mutate(d, out):
+        (d / name).unlink(missing_ok=True)
+        if via:
+            (d / via).symlink_to(d / name)
+            (d / name).symlink_to(d / via)
+        else:
+            (d / name).symlink_to(d / name)
+        if name not in read(d, "manifest.json")["files"]:
+            entry(name)(d, out)
+    return mutate
+
+
+def artifact_entry(name: str, key: str, value):
+    """Set ``key`` of the manifest's artifacts entry for ``name``."""
+    return manifest(lambda m: m["artifacts"][name].__setitem__(key, value))
+
+
+def pte_program(fn):
+    """Rewrite the program part of model.int8.pte (its FlatBuffer, before the segments) with ``fn(bytearray)``
+    and make the manifest vouch for the result: only the runtime's and our own structure checks can stop it."""
+    def mutate(d, out):
+        data = bytearray((d / "model.int8.pte").read_bytes())
+        fn(data)
+        (d / "model.int8.pte").unlink()
+        (d / "model.int8.pte").write_bytes(bytes(data))
+        rehash(d)
+    return mutate
+
+
+def not_text(data: bytearray) -> None:
+    """An operator name of the program made invalid UTF-8 (the runtime logs it; the bindings abort on it)."""
+    at = data.index(b"embedding_byte", 0, int.from_bytes(data[16:24], "little"))
+    data[at] = 0xF5
+
+
+def root_outside(data: bytearray) -> None:
+    """The FlatBuffer's root offset points past the program, into the segments."""
+    data[:4] = (int.from_bytes(data[16:24], "little") + 64).to_bytes(4, "little")
+
+
+def vtable_outside(data: bytearray) -> None:
+    """The root table's vtable offset points far outside the program."""
+    root = int.from_bytes(data[:4], "little")
+    data[root:root + 4] = (-(1 << 30)).to_bytes(4, "little", signed=True)
+
+
 def setdefault_path(keys, value):
     """Set ``obj[k1][k2]... = value`` (creating nothing)."""
     def fn(obj):
@@ -144,6 +208,7 @@ def delete(keys):
 # ------------------------------------------------------------------------------------------ bundle cases
 
 OUT = "points outside the directory"
+PTE = dict(base="edge", backend="executorch", isolate=True)  # a damaged program the native runtime must not see
 BUNDLE_CASES = [
     # names that leave the bundle
     Case("entry-dotdot", entry("../outside/secret"), OUT),
@@ -231,11 +296,65 @@ BUNDLE_CASES = [
          "onnxruntime cannot read", base="edge", backend="onnx"),
     Case("onnx-link-out", link_out("model.int8.onnx"), OUT, base="edge", backend="onnx"),
     Case("pte-header-vouched", raw("model.int8.pte", lambda b: b[:4] + b"XXXX" + b[8:], vouch=True),
-         "not an ExecuTorch program", base="edge", backend="executorch"),
+         "not an ExecuTorch program", **PTE),
     Case("pte-truncated-vouched", raw("model.int8.pte", lambda b: b[: len(b) // 2], vouch=True),
-         "ExecuTorch program is truncated", base="edge", backend="executorch"),
-    Case("pte-empty-vouched", raw("model.int8.pte", lambda b: b"", vouch=True), "ExecuTorch", base="edge",
+         "ExecuTorch program is truncated", **PTE),
+    Case("pte-empty-vouched", raw("model.int8.pte", lambda b: b"", vouch=True), "ExecuTorch", **PTE),
+    # verify=False never lets a damaged program reach the native runtime (issue 37)
+    Case("pte-flipped-unverified", raw("model.int8.pte", lambda b: flip(b, 15535)),
+         "model.int8.pte is corrupt \\(sha256 does not match", verify=False, **PTE),
+    Case("pte-name-not-text-vouched", pte_program(not_text), "program is damaged \\(operator .* is not text",
+         verify=False, **PTE),
+    Case("pte-root-outside-vouched", pte_program(root_outside), "program is damaged \\(its structure is broken",
+         verify=False, **PTE),
+    Case("pte-vtable-outside-vouched", pte_program(vtable_outside), "program is damaged \\(its structure is broken",
+         **PTE),
+    # JSON that Python's json refuses with a bare ValueError: an integer over 4,300 digits (issue 37)
+    Case("manifest-huge-int", huge_int("manifest.json"), "manifest.json: manifest is corrupt .*4300 digits"),
+    Case("config-huge-int", huge_int("config.json", vouch=True), "config.json: config is corrupt .*4300 digits"),
+    Case("config-huge-int-unverified", huge_int("config.json"), "config.json: config is corrupt .*digits",
+         base="edge", backend="onnx", verify=False),
+    # symbolic link loops listed in the manifest (RuntimeError from Path.resolve)
+    Case("entry-symlink-loop", loop("notes.txt"), "manifest entry 'notes.txt' cannot be resolved"),
+    Case("entry-symlink-loop-of-two", loop("notes.txt", via="other.txt"), "'notes.txt' cannot be resolved"),
+    Case("weights-symlink-loop", loop("model.safetensors"), "'model.safetensors' cannot be resolved"),
+    # an artefact's max_batch / max_len in the manifest
+    Case("pte-max-batch-text", artifact_entry("model.int8.pte", "max_batch", "abc"),
+         "artifacts entry for model.int8.pte: max_batch must be a positive integer, got 'abc'", base="edge",
          backend="executorch"),
+    Case("pte-max-batch-negative", artifact_entry("model.int8.pte", "max_batch", -4),
+         "max_batch must be a positive integer, got -4", base="edge", backend="executorch"),
+    Case("pte-max-batch-a-list", artifact_entry("model.int8.pte", "max_batch", [1]),
+         "max_batch must be a positive integer, got \\[1\\]", base="edge", backend="executorch"),
+    Case("pte-max-batch-bool", artifact_entry("model.int8.pte", "max_batch", True),
+         "max_batch must be a positive integer, got True", base="edge", backend="executorch"),
+    Case("onnx-max-len-text", artifact_entry("model.int8.onnx", "max_len", "abc"),
+         "artifacts entry for model.int8.onnx: max_len must be an integer", base="edge", backend="onnx"),
+    Case("onnx-max-len-negative", artifact_entry("model.int8.onnx", "max_len", -4), "max_len .*got -4",
+         base="edge", backend="onnx"),
+    Case("onnx-max-len-a-list", artifact_entry("model.int8.onnx", "max_len", [1]), "max_len .*got \\[1\\]",
+         base="edge", backend="onnx"),
+    Case("onnx-max-len-beyond-model", artifact_entry("model.int8.onnx", "max_len", 10**6),
+         "max_len must be an integer from 1 to the model's max_len \\(200\\)", base="edge", backend="onnx"),
+    # absurd model shapes: bounded before any runtime builds the model, then checked against the weights' header
+    Case("config-n-layers-ten-million", config(setdefault_path(["model", "n_layers"], 10**7)),
+         "n_layers is 10000000, more than any model", isolate=True),
+    Case("config-n-layers-huge", config(setdefault_path(["model", "n_layers"], int("9" * 4000))),
+         "n_layers is 9{20}\\.\\.\\. \\(4000 digits\\), more than", isolate=True),
+    Case("config-max-len-long-text", config(setdefault_path(["model", "max_len"], "x" * 5000)),
+         "max_len must be a positive integer, got 'x+\\.\\.\\."),
+    Case("config-d-model-huge", config(lambda c: (c["model"].update(d_model=10**6), c.update(embedding_dim=10**6))),
+         "d_model is 1000000, more than", isolate=True),
+    Case("config-vocab-huge", config(setdefault_path(["model", "vocab_size"], 10**9)), "vocab_size is 1000000000",
+         isolate=True),
+    Case("config-max-len-huge", config(setdefault_path(["model", "max_len"], 10**8)), "max_len is 100000000",
+         isolate=True),
+    Case("config-heads-do-not-divide", config(setdefault_path(["model", "n_heads"], 5)),
+         "d_model 32 is not a multiple of n_heads 5"),
+    Case("config-n-layers-64", config(setdefault_path(["model", "n_layers"], 64)),
+         "model.safetensors: weights do not match config.json \\(missing \\['blocks.2"),
+    Case("config-unknown-model-key", config(setdefault_path(["model", "n_experts"], 8)),
+         "invalid model section \\(unknown model config keys"),
 ]
 
 
@@ -310,6 +429,9 @@ HEAD_CASES = [
     Case("head-json-not-json", lambda d, o: write(d, "head.json", "{"), "not valid JSON", **H),
     Case("head-json-deeply-nested", lambda d, o: write(d, "head.json", deep()), "head.json", **H),
     Case("head-json-a-list", lambda d, o: write(d, "head.json", []), "not an lwx-edge head", **H),
+    Case("head-json-huge-int", huge_int("head.json"), "head.json: head.json is corrupt .*4300 digits", **H),
+    Case("head-json-symlink-loop", lambda d, o: ((d / "head.json").unlink(), (d / "head.json").symlink_to(
+        d / "head.json")), "head.json' cannot be resolved", **H),
     Case("head-format-version-future", head_meta(setdefault_path(["format_version"], 2)), "not supported", **H),
     Case("head-kind-unknown", head_meta(setdefault_path(["kind"], "forest")), "unknown head kind", **H),
     Case("head-kind-a-list", head_meta(setdefault_path(["kind"], ["mlp"])), "unknown head kind", **H),

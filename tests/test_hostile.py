@@ -6,7 +6,9 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +98,36 @@ def make_case(case, bases, tmp_path):
     return root, outside, target
 
 
+ISOLATED = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a load that allocates without bound fails, alone
+sys.path.insert(0, {tests!r})
+from test_hostile import watch  # its audit hook watches this process too
+from lwx_edge import Encoder
+from lwx_edge.errors import LwxError
+with watch({root!r}, {outside!r}) as seen:
+    try:
+        Encoder.load({target!r}, backend={backend!r}, verify={verify!r}).embed(["the cat"])
+        error = None
+    except LwxError as e:
+        error = {{"type": type(e).__name__, "message": str(e)}}
+print("RESULT " + json.dumps({{"error": error, "seen": seen}}))
+"""
+
+
+def use_isolated(case, root, outside, target):
+    """``use`` in a child process (4 GiB of address space), for a bundle whose damage would crash the native runtime
+    or allocate without bound if a check regressed: a crash, a hang or a MemoryError fails this test instead of
+    killing pytest or the machine. Returns (error type name or None, message, seen)."""
+    code = ISOLATED.format(tests=str(Path(__file__).parent), root=str(root), outside=str(outside),
+                           target=str(target), backend=case.backend, verify=case.verify)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, f"the load crashed or failed (exit {r.returncode}): {r.stderr[-3000:]}"
+    result = json.loads(next(line[7:] for line in r.stdout.splitlines() if line.startswith("RESULT ")))
+    error = result["error"] or {}
+    return error.get("type"), error.get("message", ""), result["seen"]
+
+
 def use(case, target, bases):
     """Load ``target`` the way an app would and use it."""
     if case.base == "head":
@@ -103,7 +135,7 @@ def use(case, target, bases):
         assert head.predict(["the cat"]).tolist() == load_head(bases["head"]).predict(
             bases["encoder"].embed(["the cat"])).tolist()
     else:
-        Encoder.load(target, backend=case.backend).embed(["the cat"])
+        Encoder.load(target, backend=case.backend, verify=case.verify).embed(["the cat"])
 
 
 # ------------------------------------------------------------------------------------------ the corpus
@@ -114,19 +146,25 @@ def test_a_hostile_bundle_or_head_is_refused_clearly(case, bases, tmp_path):
         pytest.skip("ExecuTorch runtime not installed")
     root, outside, target = make_case(case, bases, tmp_path)
     before = snapshot(root)
-    with watch(root, outside) as seen:
-        if case.error is None:
-            use(case, target, bases)
-        else:
-            with pytest.raises(LwxError) as info:  # any other exception fails the test with its traceback
+    if case.isolate:
+        kind, message, seen = use_isolated(case, root, outside, target)
+        assert kind == (case.error.__name__ if case.error else None), (kind, message)
+    else:
+        with watch(root, outside) as seen:
+            if case.error is None:
                 use(case, target, bases)
+            else:
+                with pytest.raises(LwxError) as info:  # any other exception fails the test with its traceback
+                    use(case, target, bases)
+        if case.error is not None:
+            assert isinstance(info.value, case.error), (type(info.value), info.value)
+            message = str(info.value)
     assert seen["reads_outside"] == [] and seen["writes"] == [], seen
     assert snapshot(root) == before
     if case.error is None:
         return
-    assert isinstance(info.value, case.error), (type(info.value), info.value)
-    assert re.search(case.match, str(info.value)), str(info.value)
-    assert "\n" not in str(info.value).strip() and len(str(info.value)) < 600, str(info.value)
+    assert re.search(case.match, message), message
+    assert "\n" not in message.strip() and len(message) < 600, message
 
 
 def test_the_corpus_is_large_and_its_bases_are_valid(bases):
@@ -143,6 +181,10 @@ CLI = {  # case -> command (BUNDLE, HEAD: the damaged copy)
     "manifest-deeply-nested": ["info", "BUNDLE"],
     "head-kind-a-list": ["predict", "TINY", "HEAD", "the cat"],
     "head-nan-weights": ["predict", "TINY", "HEAD", "the cat"],
+    "manifest-huge-int": ["info", "BUNDLE"],  # was a ValueError traceback (issue 37)
+    "config-huge-int": ["embed", "BUNDLE", "the cat"],
+    "entry-symlink-loop": ["info", "BUNDLE"],  # was a RuntimeError traceback
+    "head-json-huge-int": ["predict", "TINY", "HEAD", "the cat"],
 }
 
 

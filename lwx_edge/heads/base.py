@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ..errors import InputError
-from .io import ACTIVATIONS, KINDS, HeadError, check_encoder, save_head  # noqa: F401  (re-exported)
+from .io import ACTIVATIONS, KINDS, HeadError, check_encoder, encoder_identity, save_head  # noqa: F401  (re-exported)
 
 # --------------------------------------------------------------------------------------------- numpy math
 
@@ -217,8 +217,7 @@ class BaseHead(ClassifierMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- encoder identity
     def _record_encoder(self) -> None:
-        enc = getattr(self, "encoder", None)
-        self.encoder_info_ = enc.identity() if enc is not None and hasattr(enc, "identity") else None
+        self.encoder_info_ = encoder_identity(getattr(self, "encoder", None))
 
     def _check_encoder(self, enc) -> None:
         check_encoder(getattr(self, "encoder_info_", None), enc, where="this head")

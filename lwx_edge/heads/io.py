@@ -8,8 +8,9 @@
      "layers": [{"weight": "W0", "bias": "b0", "activation": "tanh"}, ..., {"activation": "identity"}],
      "output": "softmax",
      "weights": {"file": "head.npz", "sha256": "..."},
-     "encoder": {"sha256": <weights sha256 from the bundle manifest>, "tokenizer_sha256": ...,
-                 "model_files": {name: sha256}, "embedding_dim": 512, "backend": ..., "artifact": ...},
+     "encoder": {"sha256": <sha256 of the fp32 weights the model came from>, "tokenizer_sha256": ...,
+                 "model_files": {name: sha256}, "artifact_sha256": <the model file's>, "embedding_dim": 512,
+                 "backend": ..., "artifact": ...},
      "params": {...}, "training": {...}, "info": {...}}
 
 ``head.npz`` holds float32 arrays ``mean``, ``scale`` (if standardised) and ``W{i}`` [in, out], ``b{i}``
@@ -28,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bundle import atomic_dir, inside, recover_dir, sha256_file
+from .._io import read_json
+from ..bundle import Bundle, atomic_dir, inside, recover_dir, sha256_file
 from ..errors import BundleError, LwxError
 
 FORMAT = "lwx-edge-head"
@@ -126,15 +128,10 @@ def read_head_meta(path: str | os.PathLike) -> dict:
     if not path.is_dir():
         raise HeadError(f"{path}: a head is a directory (head.json + head.npz), got a file")
     try:
-        meta = json.loads(inside(path, HEAD_JSON, "head file").read_text(encoding="utf-8"))
+        meta = read_json(inside(path, HEAD_JSON, "head file"), HEAD_JSON, HeadError,
+                         missing=f"{path}: not a head directory ({HEAD_JSON} is missing)")
     except BundleError as e:
         raise HeadError(str(e)) from None
-    except FileNotFoundError:
-        raise HeadError(f"{path}: not a head directory ({HEAD_JSON} is missing)") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise HeadError(f"{path / HEAD_JSON}: corrupt (not valid JSON: {e})") from None
-    except OSError as e:
-        raise HeadError(f"{path / HEAD_JSON}: cannot be read ({e.strerror or e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise HeadError(f"{path / HEAD_JSON}: not an lwx-edge head")
     if meta.get("format_version") != FORMAT_VERSION:
@@ -229,8 +226,29 @@ def load_head(path: str | os.PathLike, encoder=None) -> BaseHead:  # noqa: C901,
     return head
 
 
+def encoder_identity(enc) -> dict | None:
+    """What a head records about encoder ``enc`` and is checked against: ``enc.identity()`` with the model named
+    by its provenance and bound to the file loaded (:meth:`lwx_edge.bundle.Bundle.identity`: the sha256 of the
+    weights it came from, so a training bundle and its exports agree; the model file hashed from disk when the
+    bundle was not verified) and the tokenizer by the bytes it was read from."""
+    ident = enc.identity() if enc is not None and hasattr(enc, "identity") else None
+    bundle = getattr(enc, "bundle", None)
+    if isinstance(ident, dict) and isinstance(bundle, Bundle):
+        try:
+            model = bundle.identity(getattr(enc, "artifact", None))
+        except BundleError as e:
+            raise HeadError(f"cannot tell which model this encoder runs: {e}") from None
+        if model.get("sha256"):
+            ident = {**ident, **model}
+        tok = getattr(getattr(enc, "tokenizer", None), "sha256", None)
+        if isinstance(tok, str):
+            ident["tokenizer_sha256"] = tok
+    return ident
+
+
 def check_encoder(recorded: dict | None, enc, where: str = "the head") -> None:
-    """Refuse an encoder that is not the one a head was fitted on (same weights or model files)."""
+    """Refuse an encoder that is not the one a head was fitted on: same model (the weights it came from, or the
+    very model file it runs), tokenizer and vector size."""
     if enc is None:
         return
     if recorded is not None and (not isinstance(recorded, dict) or not isinstance(recorded.get("sha256"), str)
@@ -240,23 +258,28 @@ def check_encoder(recorded: dict | None, enc, where: str = "the head") -> None:
         warnings.warn(f"{where} does not record which encoder it was fitted on; cannot check that it "
                       "matches this encoder", UserWarning, stacklevel=3)
         return
-    ident = enc.identity() if hasattr(enc, "identity") else None
+    ident = encoder_identity(enc)
     if ident is None or not ident.get("sha256"):
         warnings.warn(f"this encoder has no bundle identity; cannot check that it matches {where}",
                       UserWarning, stacklevel=3)
         return
     ours = set((recorded.get("model_files") or {}).values()) | {recorded["sha256"]}
-    # the file this encoder actually runs must be one the head was fitted with (not merely any file of its bundle)
-    running = (ident.get("model_files") or {}).get(ident.get("artifact") or "") or ident["sha256"]
-    same_model = running in ours
+    # the same model: the weights it came from, or the very file this encoder runs is one the head was fitted
+    # with (not merely any file of its bundle); both as loaded, not as a manifest says
+    running = (ident.get("artifact_sha256") or (ident.get("model_files") or {}).get(ident.get("artifact") or "")
+               or ident["sha256"])
+    same_model = ident["sha256"] == recorded["sha256"] or running in ours
     tok_a, tok_b = recorded.get("tokenizer_sha256"), ident.get("tokenizer_sha256")
     same_tok = tok_a is None or tok_b is None or tok_a == tok_b
     dim_a, dim_b = recorded.get("embedding_dim"), ident.get("embedding_dim")
     same_dim = dim_a is None or dim_b is None or dim_a == dim_b
     if not (same_model and same_tok and same_dim):
         what = "model" if not same_model else "tokenizer" if not same_tok else "embedding size"
+        swapped = ("" if ident.get("matches_manifest", True) else
+                   f"; its {ident.get('artifact')} is not the file its bundle's manifest lists (changed or swapped "
+                   "since, and not verified: loaded with verify=False)")
         raise HeadError(
             f"{where} was fitted on another encoder ({what} differs): fitted on sha256 "
             f"{recorded['sha256'][:12]}... ({recorded.get('bundle', '?')}), this encoder is "
-            f"{ident['sha256'][:12]}... ({ident.get('bundle', '?')}). A head only works with the encoder it "
-            "was fitted on; refit it on this one (lwx-edge fit BUNDLE data.csv ...)")
+            f"{ident['sha256'][:12]}... ({ident.get('bundle', '?')}{swapped}). A head only works with the "
+            "encoder it was fitted on; refit it on this one (lwx-edge fit BUNDLE data.csv ...)")

@@ -1,6 +1,9 @@
 """PyTorch backend: runs a SentenceEncoder (training checkpoints, bundles with safetensors weights).
 
 torch is imported when a backend is opened, not with this module (the registry imports every backend module).
+Before anything is allocated, the weights file's tensor shapes (its header) are compared with the ones the
+config describes (worked out on the ``meta`` device, which allocates nothing): a crafted config.json cannot make
+the backend allocate more than the weights file holds (``Bundle.load`` bounds the config's sizes too).
 """
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import threading
 import numpy as np
 
 from ..bundle import WEIGHTS
+from ..errors import BundleError
 from .base import BackendSpec
 
 
@@ -44,7 +48,37 @@ class TorchBackend:
     def from_bundle(cls, bundle, device: str = "cpu") -> "TorchBackend":
         from ..checkpoint import load_encoder
 
+        check_weights(bundle)
         return cls(load_encoder(bundle, device=device), device=device)
+
+
+def check_weights(bundle) -> None:
+    """Refuse a bundle whose config.json and weights file disagree on a tensor's name or shape, reading only
+    the weights file's header and building the model on the ``meta`` device (nothing is allocated)."""
+    import torch
+    from safetensors import safe_open
+
+    from ..model import ModelConfig, SentenceEncoder
+
+    try:
+        config = ModelConfig.from_dict(bundle.config["model"])
+    except (TypeError, ValueError) as e:
+        raise BundleError(f"{bundle.path}: config.json has an invalid model section ({e})") from None
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in SentenceEncoder(config).state_dict().items()}
+    path = bundle.file(WEIGHTS)
+    try:
+        with safe_open(str(path), framework="pt") as f:  # the header alone
+            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+    except Exception as e:  # safetensors raises several types for corrupt headers
+        first = " ".join(str(e).split())[:300] or type(e).__name__
+        raise BundleError(f"{path}: weights cannot be read ({first})") from None
+    missing = [k for k in expected if k not in shapes]
+    unexpected = [k for k in shapes if k not in expected]
+    bad_shapes = [k for k, v in expected.items() if k in shapes and shapes[k] != v]
+    if missing or unexpected or bad_shapes:
+        raise BundleError(f"{path}: weights do not match config.json "
+                          f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {bad_shapes[:3]})")
 
 
 def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> TorchBackend:
