@@ -198,8 +198,11 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary directory next to ``path``; on success it replaces ``path`` (old one removed).
 
     The swap is two renames (``path`` → ``.NAME.old-*``, temporary → ``path``); a kill between them leaves no
-    ``path``, which :func:`recover_dir` (called here first, and by readers) puts back."""
+    ``path``, which :func:`recover_dir` (called here first, and by readers) puts back. A symlink is followed:
+    its target directory is replaced and the link kept (as :func:`atomic_file` does for files)."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     recover_dir(path)
     _remove_stale(path)
@@ -233,8 +236,13 @@ def recover_dir(path: str | os.PathLike, clean_tmp: bool = False) -> Path:
     """Undo what a kill during :func:`atomic_dir` left behind. If ``path`` is missing but its previous version
     waits as ``.NAME.old-*`` (killed between the two renames), rename the newest one back; remove ``.old-*``
     copies once ``path`` exists. ``clean_tmp`` also removes unfinished ``.NAME.*.tmp`` directories: only for
-    the single writer of ``path`` (e.g. the trainer of a run directory), never while another may be writing."""
+    the single writer of ``path`` (e.g. the trainer of a run directory), never while another may be writing;
+    without it, only the temporaries of writers whose process is gone are removed (a killed export's whole copy
+    does not wait for the next write)."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    _remove_stale(path)
     olds = sorted(path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime)
     if olds and not path.exists():
         os.replace(olds.pop(), path)

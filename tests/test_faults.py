@@ -59,6 +59,34 @@ def test_the_fault_hook_counts_and_names_its_target(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def test_a_directory_named_by_a_symlink_is_replaced_behind_the_link(tmp_path):
+    """``-o LINK`` (fit, export): the link stays a link, its target gets the new content, nothing is left."""
+    real = tmp_path / "real"
+    with atomic_dir(real) as tmp:
+        (tmp / "a.txt").write_text("old")
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    with atomic_dir(link) as tmp:
+        (tmp / "a.txt").write_text("new")
+    assert link.is_symlink() and (real / "a.txt").read_text() == "new" and (link / "a.txt").read_text() == "new"
+    assert hidden(tmp_path) == []
+
+
+def test_a_reader_removes_the_whole_temporary_copy_a_killed_writer_left(tmp_path):
+    target = tmp_path / "d"
+    with atomic_dir(target) as tmp:
+        (tmp / "a.txt").write_text("old")
+    code = f"""
+        from lwx_edge._io import atomic_dir
+        with atomic_dir({str(target)!r}) as tmp:
+            (tmp / "a.txt").write_text("new")
+    """
+    assert_killed(run_python(textwrap.dedent(code), fault="dir:written@d"))
+    assert len(hidden(tmp_path)) == 1  # the dead writer's .d.PID-xxxx.tmp
+    recover_dir(target)
+    assert hidden(tmp_path) == [] and (target / "a.txt").read_text() == "old"
+
+
 def test_a_live_writers_temporary_is_left_alone(tmp_path):
     target = tmp_path / "d"
     live = tmp_path / f".d.{os.getppid()}-abc.tmp"  # a writer that is still running (our parent)
