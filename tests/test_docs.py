@@ -1,5 +1,6 @@
 """Every citation in the code resolves to the shipped notes: ``docs/METHOD.md §N`` and ``docs/EXPORT.md §N`` to a
-section heading, ``[X]`` to a key of ``docs/REFERENCES.md``."""
+section heading, ``[X]`` to a key of ``docs/REFERENCES.md``. Every link of the README and of docs/ resolves to a
+file, and an anchor to a heading of it; the README links every file of docs/."""
 from __future__ import annotations
 
 import io
@@ -83,3 +84,65 @@ def test_the_check_catches_a_dangling_citation(tmp_path):
     assert "6.3" not in sections("METHOD")
     assert KEY.findall(text) == ["Z", "Z"]  # the docstring and the comment, not the code
     assert "Z" not in reference_keys()
+
+
+# ---- links of the README and docs/ --------------------------------------------------------------------------------
+
+PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
+LINK = re.compile(r"\]\(([^()\s]+)\)")
+
+
+def _outside_code(text: str) -> str:
+    """The text without fenced blocks and inline code spans (a ``](x)`` there is not a link)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def anchors(path: Path) -> set[str]:
+    """GitHub's anchors of the headings of a markdown file: lower case, punctuation dropped, spaces to hyphens,
+    ``-1``, ``-2`` ... after repeats."""
+    out, seen = set(), {}
+    for line in _outside_code(path.read_text(encoding="utf-8")).splitlines():
+        m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not m:
+            continue
+        title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1))  # a link in a heading: its text
+        slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def broken_links(page: Path, root: Path = REPO) -> list[str]:
+    bad = []
+    for target in LINK.findall(_outside_code(page.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (page.parent / file).resolve() if file else page
+        if not dest.exists():
+            bad.append(f"{page.relative_to(root)}: {target} (no such file)")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            bad.append(f"{page.relative_to(root)}: {target} (no heading with that anchor)")
+    return bad
+
+
+def test_every_link_of_the_readme_and_the_docs_resolves():
+    assert len(LINK.findall((REPO / "README.md").read_text(encoding="utf-8"))) >= 15  # the scan sees the links
+    bad = [b for page in PAGES for b in broken_links(page)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_readme_links_every_doc():
+    linked = {(REPO / t.partition("#")[0]).resolve() for t in LINK.findall((REPO / "README.md").read_text("utf-8"))}
+    orphans = [p.name for p in sorted(DOCS.glob("*.md")) if p.resolve() not in linked]
+    assert not orphans, f"docs/ files the README does not link: {orphans}"
+
+
+def test_the_link_check_catches_a_broken_link(tmp_path):
+    page = tmp_path / "page.md"
+    (tmp_path / "other.md").write_text("# Other\n\n## Where we differ from METHOD.md, and why\n\n## Notes\n\n## Notes\n")
+    page.write_text("[a](other.md#where-we-differ-from-methodmd-and-why) [b](other.md#notes-1) [c](missing.md)\n"
+                    "[d](other.md#nowhere) [e](#top) `[f](in-code.md)`\n\n```\n[g](fenced.md)\n```\n# Top\n")
+    assert broken_links(page, root=tmp_path) == ["page.md: missing.md (no such file)", "page.md: other.md#nowhere (no heading with that anchor)"]
