@@ -1,9 +1,10 @@
 """Warm start: the encoder weights of an existing bundle, to continue training from a shipped model.
 
 A training bundle carries its fp32 weights (``model.safetensors``). An exported bundle such as the shipped
-default carries only int8 artefacts; its ONNX program is read back here: every ``MatMulInteger`` weight is
-dequantized (``(q - zero_point) · scale`` per output channel) and named by the ``*.bias`` initializer its
-output is added to, the 8-bit embedding tables likewise, LayerNorms and biases as stored. The result is the
+default carries only int8 artefacts; its ONNX program is read back here: every ``MatMulIntegerToFloat`` (older
+exports: ``MatMulInteger``) weight is dequantized (``(q - zero_point) · scale`` per output channel) and named by
+the ``*.bias`` initializer its output is added to, the 8-bit embedding tables likewise, LayerNorms and biases as
+stored. The result is the
 int8 model in fp32 (cosine to the program's own output ≈ 0.9999), which training then moves on from; the
 warm-start test checks that parity, so a change of the ONNX graph cannot silently scramble the weights.
 """
@@ -83,7 +84,7 @@ def dequantize_onnx(path: str | os.PathLike) -> dict[str, np.ndarray]:
         weight = node.input[1] if len(node.input) > 1 else ""
         if node.op_type == "MatMul" and weight in init and init[weight].ndim == 2:
             matrix = init[weight]  # a weight the export kept fp32 (a factorised table's map), [in, out]
-        elif node.op_type == "MatMulInteger":
+        elif node.op_type in ("MatMulInteger", "MatMulIntegerToFloat"):  # per-tensor / per-row activations
             if not weight.endswith("_quantized"):
                 raise BundleError(f"{path}: unexpected int8 weight {weight!r}")
             matrix = dequant(weight[: -len("_quantized")], axis=1)

@@ -165,6 +165,7 @@ def test_int8_parity_and_size(exported):
         assert e["cos_mean"] >= 0.999, name
         assert e["cos_min"] >= 0.99, name
         assert e["nn_top1_agreement"] >= 0.9, name
+        assert e["batch_invariance_cos"] <= 1e-6, name  # per-token activation scales
         fp32_name = name.replace(".int8", "")
         assert (d / name).stat().st_size < 0.6 * (d / fp32_name).stat().st_size  # tiny model: scales dominate more
 
@@ -245,6 +246,44 @@ def test_onnx_runs_at_several_shapes(exported):
                 assert np.abs(out - ref).max() <= 1e-4
             cos = (out * ref).sum(1) / np.linalg.norm(out, axis=1) / np.linalg.norm(ref, axis=1)
             assert cos.min() >= 0.99, (name, B, T)
+
+
+def test_int8_onnx_quantizes_activations_per_token_with_or_without_graph_optimisation(exported):
+    """No per-batch DynamicQuantizeLinear is left; onnxruntime's optimiser (which fuses MatMulInteger chains)
+    leaves the per-token scales alone: optimised and unoptimised sessions agree, in any batch."""
+    import onnx
+    import onnxruntime as ort
+
+    d, _, _ = exported
+    ops = [n.op_type for n in onnx.load(str(d / "model.int8.onnx")).graph.node]
+    assert "DynamicQuantizeLinear" not in ops and "MatMulInteger" not in ops
+    assert ops.count("MatMulIntegerToFloat") == 6 * 2  # q, k, v, out and the 2 FFN maps of each of 2 layers
+    ids, mask = random_batch(6, 9, seed=3)
+    runs = []
+    for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
+        so = ort.SessionOptions()
+        so.graph_optimization_level = level
+        s = ort.InferenceSession(str(d / "model.int8.onnx"), so, providers=["CPUExecutionProvider"])
+        batch = s.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        n = mask.sum(1)
+        alone = np.concatenate([s.run(None, {"input_ids": ids[i:i + 1, :k], "attention_mask": mask[i:i + 1, :k]})[0]
+                                for i, k in enumerate(n)])
+        assert np.abs(batch - alone).max() <= 1e-5 * np.abs(alone).max()
+        runs.append(batch)
+    assert np.abs(runs[0] - runs[1]).max() <= 1e-5 * np.abs(runs[1]).max()
+
+
+def test_per_row_rewrite_refuses_a_graph_it_does_not_know():
+    from onnx import TensorProto, helper
+
+    from lwx_edge.export.quantize import per_row_activations
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    q = helper.make_tensor_value_info("q", TensorProto.UINT8, [2, 4])
+    graph = helper.make_graph([helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
+                               helper.make_node("Identity", ["q"], ["y"])], "g", [x], [q])
+    with pytest.raises(ValueError, match="without a constant weight"):
+        per_row_activations(helper.make_model(graph))
 
 
 @needs_et

@@ -329,10 +329,11 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
             fails = P.check(entry, th)
             entry["passed"] = not fails
             entry["failures"] = fails
-            entry["checks"] = (
-                {"cos_mean_min": th.int8_min_cos_mean, "cos_min_min": th.int8_min_cos_min} if int8 else
-                {"cos_min_min": th.fp32_min_cos, "max_abs_diff_max": th.fp32_max_abs,
-                 "batch_invariance_max": th.fp32_batch_invariance})
+            entry["checks"] = {
+                **({"cos_mean_min": th.int8_min_cos_mean, "cos_min_min": th.int8_min_cos_min} if int8 else
+                   {"cos_min_min": th.fp32_min_cos, "max_abs_diff_max": th.fp32_max_abs,
+                    "batch_invariance_max": th.fp32_batch_invariance}),
+                "batch_invariance_cos_max": th.max_batch_invariance_cos}
             entries_parity[name] = entry
             failures += [f"{name}: {x}" for x in fails]
             manifest_entries[name] = {
@@ -344,7 +345,8 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
                 "text_normalization": TEXT_NORMALIZATION,
                 **{k: f[k] for k in twin.MANIFEST_FIELDS if k in f},
                 "parity": {"cos_mean": round(entry["cos_mean"], 7), "cos_min": round(entry["cos_min"], 7),
-                           "max_abs_diff": entry["max_abs_diff"], "passed": entry["passed"]},
+                           "max_abs_diff": entry["max_abs_diff"],
+                           "batch_invariance_cos": entry["batch_invariance_cos"], "passed": entry["passed"]},
                 "exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "lwx_edge_version": __version__,
             }
@@ -355,7 +357,8 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
             "lwx_edge_version": __version__,
             "bundle": {"weights_sha256": bundle.sha256(WEIGHTS), "model": bundle.config["model"]},
             "reference": {"runtime": f"torch {torch.__version__} eager fp32 (lwx_edge.model.SentenceEncoder)",
-                          "batch_invariance": P.batch_invariance(ref), "shapes": ref_shapes},
+                          "batch_invariance": P.batch_invariance(ref),
+                          "batch_invariance_cos": P.batch_invariance_cos(ref), "shapes": ref_shapes},
             "batch_sizes": sizes,
             "probe": probe.summary(),
             "retrieval_set": "each probe text queries all other probe texts by cosine",
