@@ -10,14 +10,14 @@ from ._version import __version__
 # logging (the command line does: lwx_edge._logging.configure_cli_logging).
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = ["Encoder", "Index", "__version__"]
+__all__ = ["EmptyTextWarning", "Encoder", "Index", "TruncationWarning", "__version__"]
 
 
 def __getattr__(name):
-    if name == "Encoder":
-        from .encoder import Encoder
+    if name in ("Encoder", "EmptyTextWarning", "TruncationWarning"):
+        from . import encoder
 
-        return Encoder
+        return getattr(encoder, name)
     if name == "Index":
         from .index import Index
 

@@ -21,10 +21,16 @@ CALL_OVERHEAD = 4.0
 def plan_batches(lengths: Sequence[int], max_batch: int, overhead: float) -> list[np.ndarray]:
     """Indices into ``lengths`` grouped into batches of at most ``max_batch`` rows that minimise
     Σ (overhead + rows × longest). Every batch holds texts of similar length, shortest batch first.
-    ``overhead=0`` keeps every length in its own batch; a huge overhead gives fixed chunks of ``max_batch``."""
+    ``overhead=0`` keeps every length in its own batch; a huge overhead gives fixed chunks of ``max_batch``.
+    Every length must be at least 1: a text without tokens has no row to run (``Encoder.embed`` gives it a zero
+    vector and keeps it out of the plan)."""
     if max_batch < 1:
         raise ValueError(f"max_batch must be >= 1, got {max_batch}")
     lengths = np.asarray(lengths, dtype=np.float64).reshape(-1)
+    if len(lengths) and not lengths.min() >= 1:
+        bad = int(np.flatnonzero(~(lengths >= 1))[0])
+        raise ValueError(f"every length must be >= 1 (an empty row has nothing to run), got {lengths[bad]:g} "
+                         f"at index {bad}")
     n = len(lengths)
     if n <= 1:
         return [np.arange(n)] if n else []

@@ -17,10 +17,16 @@ Backends (``Encoder.load(path, backend=...)``; the registry in :mod:`lwx_edge.ru
 ``precision="int8"|"fp32"`` picks one artefact of a backend. Texts longer than the model's max length keep
 their first ``max_len`` tokens; this is never silent: ``embed`` warns (``TruncationWarning``, or raises with
 ``truncation="error"``) and records the indices in ``last_truncated`` (per thread); ``truncated(texts)`` asks
-beforehand. One Encoder may be shared by several threads.
+beforehand. A text with nothing to embed (empty, whitespace, or only control or invisible characters such as a
+zero-width space) gets an all-zero vector (also when normalised; its cosine with anything is 0) and the batch
+goes on: ``embed`` warns once per call (``EmptyTextWarning``, or raises with ``empty="error"``) and records the
+indices in ``last_empty``. One Encoder may be shared by several threads, and pickled (it re-opens its bundle),
+so joblib and scikit-learn's ``n_jobs`` work. ``encode`` takes sentence-transformers' keyword arguments.
 """
 from __future__ import annotations
 
+import copy
+import importlib
 import numbers
 import os
 import threading
@@ -35,9 +41,10 @@ from .batching import plan_batches
 from .bundle import CONFIG, TOKENIZER, WEIGHTS, Bundle
 from .errors import BackendUnavailable, BundleError, InputError, LwxError
 from .runtime import Backend
-from .tokenizer import Tokenizer
+from .tokenizer import UNK_ID, Tokenizer
 
-__all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "BACKENDS", "ARTIFACTS", "DEFAULT_MODEL"]  # noqa: F822 (lazy: __getattr__)
+__all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "EmptyTextWarning",
+           "BACKENDS", "ARTIFACTS", "DEFAULT_MODEL"]  # noqa: F822 (lazy: __getattr__)
 
 # The int8 model shipped inside the package (tools/make_default_model.py builds it); Encoder.load() loads it.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "default_model"
@@ -53,6 +60,15 @@ def default_model_path() -> Path:
 
 class TruncationWarning(UserWarning):
     """Some inputs were longer than the model's max length and lost their tail."""
+
+
+class EmptyTextWarning(UserWarning):
+    """Some inputs had nothing to embed (empty, whitespace, only invisible characters): their vectors are all
+    zeros."""
+
+
+# sentence-transformers' encode(precision=...) values other than float32: quantised outputs, not offered here.
+_ST_PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
 
 
 def __getattr__(name: str):
@@ -91,6 +107,12 @@ class Encoder:
         self.artifact = artifact
         self.precision = precision
         self._local = threading.local()
+        self._model_max_len = tokenizer.max_len  # max_seq_length may go down to 1, never above this
+        self.device = str(getattr(backend, "device", "cpu"))  # where the backend runs (ONNX, ExecuTorch: cpu)
+        # sentence-transformers' prompts: encode(prompt_name="query") prepends prompts["query"]
+        self.prompts: dict[str, str] = {}
+        self.default_prompt_name: str | None = None
+        self._load_args: dict | None = None  # how Encoder.load made it (a pickled Encoder re-opens its bundle)
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
@@ -133,7 +155,11 @@ class Encoder:
         if isinstance(dim, int) and isinstance(expected, int) and dim != expected:
             raise BundleError(f"{file}: outputs {dim}-d vectors but config.json says {expected}: "
                               "the model file does not belong to this bundle")
-        return cls(tokenizer, be, bundle, artifact=name, precision=prec)
+        enc = cls(tokenizer, be, bundle, artifact=name, precision=prec)
+        where = Path(bundle.path).resolve()
+        enc._load_args = {"path": None if where == DEFAULT_MODEL else str(where), "backend": spec.name,
+                          "threads": threads, "precision": prec, "device": device, "verify": verify}
+        return enc
 
     @staticmethod
     def _choose(bundle: Bundle, spec: runtime.BackendSpec | None,
@@ -188,21 +214,21 @@ class Encoder:
 
     @property
     def sha256(self) -> str | None:
-        """The encoder's identity: sha256 of its weights (model.safetensors), or of the model file in use
-        when the bundle ships without weights. Heads record it."""
+        """The encoder's identity (:meth:`identity`): the sha256 of the fp32 weights its model came from (a
+        training bundle's own, or those an export records), else of the model file in use. Heads and indexes
+        record it."""
         return self.identity()["sha256"]
 
     def identity(self) -> dict:
-        """What a classifier head records about the encoder it was fitted on (from the manifest)."""
+        """What classifier heads and indexes record about the encoder they were built with, and check: the model
+        named by its provenance and bound to the file loaded (:meth:`lwx_edge.bundle.Bundle.identity`: ``sha256``
+        is the weights it came from, so a training bundle and its exports agree; ``artifact_sha256`` the file's
+        own, hashed from disk when the bundle was loaded with ``verify=False``), the tokenizer by the bytes read."""
+        base = {"tokenizer_sha256": self.tokenizer.sha256, "embedding_dim": self.dim, "backend": self.backend_name}
         if self.bundle is None:
-            return {"sha256": None, "tokenizer_sha256": self.tokenizer.sha256, "model_files": {},
-                    "embedding_dim": self.dim, "backend": self.backend_name}
-        files = self.bundle.manifest.get("files", {})
-        model_files = {n: files[n]["sha256"] for _, n, _ in runtime.artifacts() if n in files}
-        primary = model_files.get(WEIGHTS) or model_files.get(self.artifact or "")
-        return {"sha256": primary, "tokenizer_sha256": files.get(TOKENIZER, {}).get("sha256"),
-                "model_files": model_files, "embedding_dim": self.dim, "backend": self.backend_name,
-                "artifact": self.artifact, "precision": self.precision, "bundle": str(self.bundle.path)}
+            return {"sha256": None, "model_files": {}, **base}
+        return {**base, "artifact": self.artifact, "precision": self.precision, "bundle": str(self.bundle.path),
+                **self.bundle.identity(self.artifact)}
 
     def __repr__(self) -> str:
         where = str(self.bundle.path) if self.bundle is not None else "?"
@@ -216,6 +242,40 @@ class Encoder:
     def __deepcopy__(self, memo) -> "Encoder":
         return self
 
+    # Pickled (joblib, scikit-learn's n_jobs, multiprocessing): how it was loaded, re-opened on unpickling.
+    def __reduce__(self):
+        if self._load_args is None:
+            raise TypeError("this Encoder was not made by Encoder.load, so it cannot be pickled (a pickled "
+                            "Encoder re-opens its bundle); load it with Encoder.load(path)")
+        ident = self.identity()
+        state = {"max_seq_length": self.max_seq_length, "prompts": dict(self.prompts),
+                 "default_prompt_name": self.default_prompt_name,
+                 "sha256": ident["sha256"], "tokenizer_sha256": ident["tokenizer_sha256"]}
+        return _unpickle, (dict(self._load_args), state)
+
+    # ------------------------------------------------------------------------------------------ sentence-transformers names
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens kept of each text (sentence-transformers' name for :attr:`max_len`). Settable to a smaller
+        value (1 up to the model's max length), e.g. to embed only the head of long documents."""
+        return self.tokenizer.max_len
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        limit = self._model_max_len
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= limit:
+            raise InputError(f"max_seq_length must be an integer from 1 to {limit} (the model's max length; "
+                             f"it cannot see further), got {value!r}")
+        self.tokenizer.max_len = int(value)
+
+    def get_max_seq_length(self) -> int:
+        """:attr:`max_seq_length` (sentence-transformers' method)."""
+        return self.max_seq_length
+
+    def get_sentence_embedding_dimension(self) -> int | None:
+        """The vector size (sentence-transformers' name for :attr:`dim`)."""
+        return self.dim
+
     # ------------------------------------------------------------------------------------------ truncation
     @property
     def last_truncated(self) -> list[int]:
@@ -226,17 +286,27 @@ class Encoder:
     def last_truncated(self, value: list[int]) -> None:
         self._local.truncated = list(value)
 
+    @property
+    def last_empty(self) -> list[int]:
+        """Indices of the inputs of this thread's last ``embed`` call that had nothing to embed (all-zero
+        vectors)."""
+        return list(getattr(self._local, "empty", []))
+
+    @last_empty.setter
+    def last_empty(self, value: list[int]) -> None:
+        self._local.empty = list(value)
+
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Number of tokens of each text before truncation."""
-        return list(self.tokenizer.encode(_as_text_list(texts)).lengths_before)
+        """Number of tokens of each text before truncation (0 for a text with nothing to embed)."""
+        return list(self.tokenizer.encode(_as_text_list(texts), empty="keep").lengths_before)
 
     def truncated(self, texts: Sequence[str]) -> list[int]:
         """Indices of the texts that ``embed`` would cut at the model's max length (without embedding)."""
-        return list(self.tokenizer.encode(_as_text_list(texts)).truncated)
+        return list(self.tokenizer.encode(_as_text_list(texts), empty="keep").truncated)
 
     # ------------------------------------------------------------------------------------------ embedding
     def embed(self, texts: Sequence[str] | str, batch_size: int = 32, normalize: bool = True,
-              progress: bool = False, truncation: str = "warn") -> np.ndarray:
+              progress: bool = False, truncation: str = "warn", empty: str = "warn") -> np.ndarray:
         """Embed texts -> float32 [n, d] (L2-normalised unless ``normalize=False``), in input order; one
         string -> one vector [d]; an empty list -> an empty [0, d] array.
 
@@ -246,59 +316,169 @@ class Encoder:
         Inputs longer than the model's max length keep their head; their indices are in
         ``self.last_truncated`` and, with ``truncation="warn"`` (default), a ``TruncationWarning`` says so;
         ``"ignore"`` only records them, ``"error"`` raises ``InputError`` instead of embedding.
+        A text with nothing to embed (empty, whitespace, or only control or invisible characters) gets an
+        all-zero vector, also when normalised (its cosine with anything is 0), and never reaches the model;
+        its index is in ``self.last_empty`` and, with ``empty="warn"`` (default), one ``EmptyTextWarning``
+        per call says how many and which; ``"ignore"`` only records them, ``"error"`` raises ``InputError``
+        naming the first. A non-string is always an ``InputError`` naming its index.
         """
+        return self._embed(texts, batch_size, normalize, progress, truncation, empty)
+
+    def _embed(self, texts, batch_size, normalize, progress, truncation, empty, prompt: str = "",
+               dims: int | None = None, stacklevel: int = 3) -> np.ndarray:
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         batch_size = int(batch_size)
         if truncation not in ("warn", "ignore", "error"):
             raise InputError(f"truncation must be 'warn', 'ignore' or 'error', got {truncation!r}")
-        if isinstance(texts, str):
-            return self.embed([texts], batch_size, normalize, progress, truncation)[0]
-        texts = _as_text_list(texts)
+        if empty not in ("warn", "ignore", "error"):
+            raise InputError(f"empty must be 'warn', 'ignore' or 'error', got {empty!r}")
+        single = isinstance(texts, str)
+        texts = [texts] if single else _as_text_list(texts)
         if not texts:
-            self.last_truncated = []
-            return np.zeros((0, self.dim or 0), dtype=np.float32)
-        enc = self.tokenizer.encode(texts)
-        self.last_truncated = enc.truncated
+            self.last_truncated, self.last_empty = [], []
+            return np.zeros((0, dims or self.dim or 0), dtype=np.float32)
+        enc = self.tokenizer.encode(texts, empty="raise" if empty == "error" else "keep", prefix=prompt)
+        self.last_truncated, self.last_empty = enc.truncated, enc.empty
         if enc.truncated:
-            shown = ", ".join(str(i) for i in enc.truncated[:10]) + (" ..." if len(enc.truncated) > 10 else "")
             msg = (f"{len(enc.truncated)} of {len(texts)} text(s) are longer than the model's max length "
-                   f"({self.max_len} tokens) and were truncated (indices {shown}; see Encoder.last_truncated)")
+                   f"({self.max_len} tokens) and were truncated (indices {_shown(enc.truncated)}; see "
+                   "Encoder.last_truncated)")
             if truncation == "error":
                 raise InputError(msg.replace("were truncated", "would be truncated"))
             if truncation == "warn":
-                warnings.warn(msg, TruncationWarning, stacklevel=2)
-        lengths = np.fromiter((len(x) for x in enc.ids), dtype=np.int64, count=len(enc.ids))
+                warnings.warn(msg, TruncationWarning, stacklevel=stacklevel)
+        if enc.empty and empty == "warn":
+            warnings.warn(f"{len(enc.empty)} of {len(texts)} text(s) have nothing to embed (empty, whitespace, or "
+                          f"only control or invisible characters) and got all-zero vectors (indices "
+                          f"{_shown(enc.empty)}; see Encoder.last_empty)", EmptyTextWarning, stacklevel=stacklevel)
+        # only rows with tokens reach the planner and the backend; the others stay zero
+        rows_in = np.flatnonzero([len(x) > 0 for x in enc.ids]) if enc.empty else np.arange(len(enc.ids))
+        lengths = np.fromiter((len(enc.ids[i]) for i in rows_in), dtype=np.int64, count=len(rows_in))
         rows = min(batch_size, getattr(self.backend, "max_batch", None) or batch_size)
         groups = plan_batches(lengths, rows, getattr(self.backend, "call_overhead", float("inf")))
-        out = None
+        out = np.zeros((len(texts), self.dim), dtype=np.float32) if enc.empty and self.dim else None
         if progress:
             from tqdm.auto import tqdm
 
             groups = tqdm(groups, desc="embed", unit="batch", leave=False, disable=None)  # terminals only
-        for idx in groups:
+        for group in groups:
+            idx = rows_in[group]
             ids, mask = Tokenizer.pad([enc.ids[i] for i in idx])
             vecs = np.asarray(self.backend.run(ids, mask), dtype=np.float32)
             if vecs.ndim != 2 or vecs.shape[0] != len(idx):
                 raise LwxError(f"the {self.backend_name} backend returned shape {vecs.shape} for "
                                f"{len(idx)} inputs")
             if out is None:
-                out = np.empty((len(enc.ids), vecs.shape[1]), dtype=np.float32)
+                out = np.zeros((len(enc.ids), vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
+        if out is None:  # every text empty, and no vector size on record: ask the model
+            out = np.zeros((len(texts), self._probe_dim()), dtype=np.float32)
+        if dims is not None and dims < out.shape[1]:
+            out = np.ascontiguousarray(out[:, :dims])  # sentence-transformers' truncate_dim: cut, then normalise
         if normalize:
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        return out
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)  # zero rows stay zero
+        return out[0] if single else out
 
-    def encode(self, sentences: Sequence[str] | str, batch_size: int = 32, show_progress_bar: bool = False,
-               normalize_embeddings: bool = True, **kwargs) -> np.ndarray:
-        """:meth:`embed` under the name (and keyword names) sentence-transformers and model2vec users know.
-        Unlike sentence-transformers, vectors are L2-normalised by default."""
-        return self.embed(sentences, batch_size=batch_size, normalize=normalize_embeddings,
-                          progress=show_progress_bar, **kwargs)
+    def _probe_dim(self) -> int:
+        ids, mask = Tokenizer.pad([[UNK_ID]])
+        return int(np.asarray(self.backend.run(ids, mask)).shape[-1])
 
-    def get_sentence_embedding_dimension(self) -> int | None:
-        """The vector size (sentence-transformers' name for :attr:`dim`)."""
-        return self.dim
+    def encode(self, sentences: Sequence[str] | str, prompt_name: str | None = None, prompt: str | None = None,
+               batch_size: int = 32, show_progress_bar: bool | None = None,
+               output_value: str | None = "sentence_embedding", precision: str = "float32",
+               convert_to_numpy: bool = True, convert_to_tensor: bool = False, device: str | None = None,
+               normalize_embeddings: bool = True, truncate_dim: int | None = None, pool=None,
+               chunk_size: int | None = None, **kwargs):
+        """:meth:`embed` under sentence-transformers' name and keyword arguments (``SentenceTransformer.encode``,
+        same names and order), so code written for a SentenceTransformer runs on an Encoder.
+
+        Unlike sentence-transformers, vectors are L2-normalised by default (``normalize_embeddings=False``:
+        raw). ``prompt`` (or ``prompts[prompt_name]``, or ``prompts[default_prompt_name]``) is prepended to
+        every text that has something to embed; its tokens count towards ``max_seq_length``.
+        ``truncate_dim=k`` keeps the first k dimensions, then normalises. ``convert_to_tensor=True`` returns
+        a torch tensor and ``convert_to_numpy=False`` a list of them (torch must be installed). ``device``:
+        None or the device the Encoder runs on (``self.device``, "cpu" for ONNX and ExecuTorch).
+        ``output_value`` other than "sentence_embedding", ``precision`` other than "float32", ``pool`` and
+        ``chunk_size`` are refused with an ``InputError`` that says why. ``truncation=`` and ``empty=`` are
+        passed to :meth:`embed`; any other keyword is an ``InputError``.
+        """
+        other = sorted(set(kwargs) - {"truncation", "empty"})
+        if other:
+            raise InputError(f"encode() got an unexpected keyword argument {other[0]!r}; it takes "
+                             "sentence-transformers' arguments and embed()'s truncation= and empty=")
+        if output_value != "sentence_embedding":
+            raise InputError(f"output_value={output_value!r}: only sentence embeddings are available (the "
+                             "exported model outputs one pooled vector per text, no token embeddings); use "
+                             "output_value='sentence_embedding'")
+        if precision != "float32":
+            what = ("quantised outputs are not offered" if precision in _ST_PRECISIONS
+                    else f"choose one of {', '.join(_ST_PRECISIONS)}; only 'float32' is offered")
+            raise InputError(f"precision={precision!r}: {what}; the vectors are float32 (Encoder.load(precision=...) "
+                             "picks the model's weights, not the output's; lwx_edge.Index stores vectors as int8)")
+        if pool is not None or chunk_size is not None:
+            raise InputError("pool= and chunk_size= (sentence-transformers' multi-process encoding) are not "
+                             "supported: one Encoder already runs on every core; for several processes, pickle "
+                             "it (joblib.Parallel, scikit-learn's n_jobs) and call encode in each")
+        self._check_device(device)
+        text_prompt = self._prompt(prompt_name, prompt)
+        dims = self._truncate_dim(truncate_dim)
+        want_torch = bool(convert_to_tensor) or not convert_to_numpy
+        torch = _torch() if want_torch else None  # refused before any work when torch is missing
+        vecs = self._embed(sentences, batch_size, normalize_embeddings, bool(show_progress_bar),
+                           kwargs.get("truncation", "warn"), kwargs.get("empty", "warn"), prompt=text_prompt,
+                           dims=dims, stacklevel=3)
+        if not want_torch:
+            return vecs
+        tensor = torch.from_numpy(vecs)
+        if convert_to_tensor or tensor.ndim == 1:
+            return tensor
+        return list(tensor)  # sentence-transformers' convert_to_numpy=False: a list of 1-d tensors
+
+    def _check_device(self, device) -> None:
+        if device is None:
+            return
+        if isinstance(device, (list, tuple)):
+            raise InputError(f"device={list(device)!r} (sentence-transformers' multi-process encoding) is not "
+                             "supported; pass device=None")
+        name = str(device)
+
+        def where(d: str) -> tuple[str, str]:  # "cuda" is "cuda:0"; every "cpu" is the CPU
+            kind, _, index = d.partition(":")
+            return (kind, "" if kind == "cpu" else index or "0")
+
+        if where(name) == where(self.device):
+            return
+        raise InputError(f"device={name!r}: this Encoder runs on {self.device!r} (the {self.backend_name} "
+                         "backend; ONNX and ExecuTorch run on the CPU only) and cannot move per call; pass "
+                         f"device=None or {self.device!r} (a bundle with weights can be loaded on a GPU: "
+                         "Encoder.load(path, backend='torch', device='cuda'))")
+
+    def _prompt(self, prompt_name, prompt) -> str:
+        if prompt is not None:  # as sentence-transformers: prompt wins over prompt_name
+            if not isinstance(prompt, str):
+                raise InputError(f"prompt must be a string, got {type(prompt).__name__}")
+            return prompt
+        if prompt_name is not None:
+            if isinstance(prompt_name, str) and prompt_name in self.prompts:
+                return self.prompts[prompt_name]
+            names = ", ".join(repr(n) for n in self.prompts) or "none"
+            hint = (" (encode's second positional argument is prompt_name, as in sentence-transformers: pass "
+                    f"batch_size={prompt_name!r} by keyword)" if isinstance(prompt_name, numbers.Number) else "")
+            raise InputError(f"prompt_name={prompt_name!r}: this Encoder has no such prompt (its prompts: "
+                             f"{names}); set enc.prompts = {{'query': 'query: '}} or pass prompt='...'{hint}")
+        if self.default_prompt_name is not None:
+            return self.prompts.get(self.default_prompt_name, "")
+        return ""
+
+    def _truncate_dim(self, k) -> int | None:
+        if k is None:
+            return None
+        d = self.dim
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 or (d is not None and k > d):
+            raise InputError(f"truncate_dim must be an integer from 1 to {d} (the vector size) or None, "
+                             f"got {k!r}")
+        return int(k)
 
     # ------------------------------------------------------------------------------------------ helpers
     def _vectors(self, x, batch_size: int) -> tuple[np.ndarray, bool]:
@@ -307,6 +487,9 @@ class Encoder:
             return self.embed([x], batch_size=batch_size), True
         if isinstance(x, np.ndarray) and x.dtype.kind in "fiu":
             return x, x.ndim == 1
+        if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch tensor (encode(convert_to_tensor=True))
+            arr = x.detach().cpu().float().numpy()
+            return arr, arr.ndim == 1
         items = _as_text_list(x)
         if items and all(isinstance(t, str) for t in items):
             return self.embed(items, batch_size=batch_size), False
@@ -317,8 +500,9 @@ class Encoder:
         return self.embed(items, batch_size=batch_size), False  # raises the precise InputError
 
     def similarity(self, a, b, batch_size: int = 32):
-        """Cosine similarity of texts (or vectors): two texts -> float; one text and a list -> [n];
-        two lists -> [n_a, n_b]."""
+        """Cosine similarity of texts (or vectors, numpy or torch): two texts -> float; one text and a list ->
+        [n]; two lists (or two 2-d arrays, sentence-transformers' ``model.similarity(emb, emb)``) -> numpy
+        [n_a, n_b]. A zero vector (a text with nothing to embed) has cosine 0 with everything."""
         from .search import similarity
 
         va, sa = self._vectors(a, batch_size)
@@ -335,3 +519,50 @@ class Encoder:
         q, single = self._vectors(queries, batch_size)
         c, _ = self._vectors(corpus, batch_size)
         return search(q[0] if single and q.ndim == 2 else q, c, top_k=top_k)
+
+
+def _shown(indices: list[int], limit: int = 10) -> str:
+    return ", ".join(str(i) for i in indices[:limit]) + (" ..." if len(indices) > limit else "")
+
+
+def _torch():
+    """torch, imported on demand (never at module import: the base install is torch-free)."""
+    try:
+        return importlib.import_module("torch")
+    except ImportError:
+        raise InputError("convert_to_tensor=True and convert_to_numpy=False return torch tensors, and torch is "
+                         "not installed (pip install torch); leave them at their defaults for a numpy array") from None
+
+
+# Encoders re-opened by unpickling in this process, by how they were loaded: joblib sends the pickled Encoder with
+# every task, and re-opening the bundle each time would cost more than most tasks.
+_REOPENED: dict[tuple, Encoder] = {}
+_REOPENED_MAX = 4
+_REOPENED_LOCK = threading.Lock()
+
+
+def _unpickle(args: dict, state: dict) -> Encoder:
+    """An Encoder re-opened from what ``Encoder.__reduce__`` stored; refused if the bundle changed since. The
+    runtime session and the tokenizer's model are shared with earlier unpickled copies of the same Encoder in
+    this process (they are read-only); its settings (max_seq_length, prompts) are its own."""
+    key = (tuple(sorted(args.items())), state["sha256"], state["tokenizer_sha256"])
+    with _REOPENED_LOCK:
+        base = _REOPENED.get(key)
+    if base is None:
+        base = Encoder.load(**args)
+        ident = base.identity()
+        if (ident["sha256"], ident["tokenizer_sha256"]) != (state["sha256"], state["tokenizer_sha256"]):
+            raise BundleError(f"{base.bundle.path}: the bundle is not the one this Encoder was pickled from (the "
+                              "sha256 of its model or tokenizer differs); re-create the Encoder with Encoder.load")
+        with _REOPENED_LOCK:
+            while len(_REOPENED) >= _REOPENED_MAX:
+                _REOPENED.pop(next(iter(_REOPENED)))
+            _REOPENED[key] = base
+    enc = Encoder(copy.copy(base.tokenizer), base.backend, base.bundle, artifact=base.artifact,
+                  precision=base.precision)
+    enc._model_max_len = base._model_max_len
+    enc._load_args = dict(args)
+    enc.max_seq_length = state["max_seq_length"]
+    enc.prompts = dict(state["prompts"])
+    enc.default_prompt_name = state["default_prompt_name"]
+    return enc

@@ -431,11 +431,14 @@ class Index:
 
     def _check_encoder(self, encoder) -> None:
         recorded, ident = self.meta["encoder"], encoder.identity()
-        running = (ident.get("model_files") or {}).get(ident.get("artifact") or "") or ident.get("sha256")
+        # the same model: the weights it came from, or the very file the index was built with (older indexes
+        # record the file); both bound to the bytes loaded (Encoder.identity)
         files = recorded.get("model_files")
         ours = {v for v in (files.values() if isinstance(files, dict) else ()) if isinstance(v, str)}
         ours |= {recorded.get("sha256")} if isinstance(recorded.get("sha256"), str) else set()
-        what = ("model" if running not in ours else
+        same = (ident.get("sha256") is not None and ident.get("sha256") == recorded.get("sha256")
+                or ident.get("artifact_sha256") in ours)
+        what = ("model" if not same else
                 "tokenizer" if recorded.get("tokenizer_sha256") != ident.get("tokenizer_sha256") else
                 "embedding size" if int(self.dim) != int(getattr(encoder, "dim", None) or self.dim) else None)
         if what:

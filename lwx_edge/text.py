@@ -16,6 +16,9 @@ _TYPOGRAPHIC = str.maketrans({
     "\u00a0": " ", "\u202f": " ", "\u2009": " ", "\u22c5": " ", "\u2010": "-", "\u2011": "-",
 })
 _SPACES = re.compile(r"\s+")
+# What is left of a text that has nothing to embed: control, format (zero-width, BOM) and separator characters
+# (SentencePieceBpe.java agrees).
+_INVISIBLE = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
 
 
 def normalize(text: str, lower: bool = True) -> str:
@@ -23,3 +26,13 @@ def normalize(text: str, lower: bool = True) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHIC)
     text = _SPACES.sub(" ", text).strip()
     return text.lower() if lower else text
+
+
+def blank(normalized: str) -> str | None:
+    """Why a :func:`normalize`-d text has nothing to embed, or None when it has some: ``"empty or
+    whitespace-only"`` or ``"only control or invisible characters"`` (NUL, zero-width space, BOM...)."""
+    if not normalized:
+        return "empty or whitespace-only"
+    if all(unicodedata.category(c) in _INVISIBLE for c in normalized):
+        return "only control or invisible characters"
+    return None

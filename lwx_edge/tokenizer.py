@@ -12,7 +12,6 @@ import io
 import os
 import random
 import re
-import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +22,8 @@ import sentencepiece as spm
 
 from ._io import atomic_file
 from .errors import InputError, LwxError
-from .text import normalize
+from .text import blank, normalize
 
-_INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}  # control, format, separators (SentencePieceBpe.java agrees)
 # Up to this many texts are encoded one call each: SentencePiece's list call runs a thread pool, which costs
 # more than it saves below about 16 texts (65 µs against 5 µs for one short text; equal at 32). On one thread
 # (``Tokenizer(threads=1)``) every text is its own call: as fast as a one-thread list call (11.2-11.7 against
@@ -158,6 +156,7 @@ class Encoded:
     ids: list[list[int]]                                        # token ids per text (after truncation)
     truncated: list[int] = field(default_factory=list)          # indices of the inputs cut at max_len
     lengths_before: list[int] = field(default_factory=list)     # token counts before truncation
+    empty: list[int] = field(default_factory=list)              # indices of the inputs with nothing to embed
 
 
 def _check_layout(sp: spm.SentencePieceProcessor, where: str) -> None:
@@ -222,6 +221,12 @@ class Tokenizer:
         self.model_path, self.max_len, self.lower = state["model_path"], state["max_len"], state["lower"]
         self._load(state["bytes"])
 
+    def __copy__(self) -> "Tokenizer":
+        """A copy with its own ``max_len`` that shares the (read-only) SentencePiece processor."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
     def __repr__(self) -> str:
         return f"Tokenizer({str(self.model_path)!r}, vocab_size={self.vocab_size}, max_len={self.max_len})"
 
@@ -239,52 +244,76 @@ class Tokenizer:
         return self._sp
 
     # ---------------------------------------------------------------- encode
-    def _normalize_all(self, texts: Sequence[str]) -> list[str]:
+    def _normalize_all(self, texts: Sequence[str], empty: str = "raise",
+                       prefix: str = "") -> tuple[list[str], list[int]]:
+        """(normalised texts, indices of those with nothing to embed). With ``empty="keep"`` such a text
+        becomes "" and is listed; with "raise" it is an ``InputError`` naming it. A non-string always is."""
         if isinstance(texts, str):
             raise InputError("expected a list of strings, got str")
         if not isinstance(texts, (list, tuple)):
             raise InputError(f"expected a list of strings, got {type(texts).__name__}")
         if len(texts) == 0:
             raise InputError("expected a non-empty list of strings, got an empty list")
-        out = []
+        if empty not in ("raise", "keep"):
+            raise InputError(f"empty must be 'raise' or 'keep', got {empty!r}")
+        if not isinstance(prefix, str):
+            raise InputError(f"prefix must be a string, got {type(prefix).__name__}")
+        out, empties = [], []
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise InputError(f"text {i} is {type(t).__name__}, expected str")
             n = normalize(t, self.lower)
-            if not n:
-                raise InputError(f"text {i} is empty or whitespace-only")
-            if all(unicodedata.category(c) in _INVISIBLE for c in n):  # NUL, zero-width and other invisibles
-                raise InputError(f"text {i} has no tokens after normalisation (only control or invisible "
-                                 "characters)")
+            why = blank(n)
+            if why is not None:
+                if empty == "raise":
+                    raise InputError(f"text {i} is empty or whitespace-only" if not n else
+                                     f"text {i} has no tokens after normalisation ({why})")
+                empties.append(i)
+                n = ""
+            elif prefix:  # the text decides whether there is anything to embed, not its prompt
+                n = normalize(prefix + t, self.lower)
             out.append(n)
-        return out
+        return out, empties
 
-    def check(self, texts: Sequence[str]) -> None:
-        """Raise ``InputError`` for a text ``encode`` would refuse (not a str, empty), tokenizing nothing."""
-        self._normalize_all(texts)
+    def check(self, texts: Sequence[str], empty: str = "raise") -> None:
+        """Raise ``InputError`` for a text ``encode`` would refuse (not a str; empty, unless ``empty="keep"``),
+        tokenizing nothing."""
+        self._normalize_all(texts, empty)
 
-    def encode(self, texts: Sequence[str]) -> Encoded:
-        """Normalise each text and encode it; texts longer than ``max_len`` tokens keep their head."""
-        norm = self._normalize_all(texts)
+    def encode(self, texts: Sequence[str], empty: str = "raise", prefix: str = "") -> Encoded:
+        """Normalise each text and encode it; texts longer than ``max_len`` tokens keep their head.
+
+        A text with nothing to embed (empty, whitespace, only control or invisible characters, or no
+        tokens) is an ``InputError`` naming its index with ``empty="raise"``; with ``empty="keep"`` its row
+        of ids is empty and its index is listed in ``Encoded.empty`` (a non-string is always an error).
+        ``prefix`` (a prompt such as "query: ") is prepended to every text that has something to embed; its
+        tokens count towards ``max_len``."""
+        norm, empties = self._normalize_all(texts, empty, prefix)
+        part = [n for n in norm if n] if empties else norm  # SentencePiece sees only texts with something
         try:
-            if len(norm) <= _ONE_BY_ONE or self.threads == 1:  # one thread: a list call's pool buys nothing
-                all_ids = [self._sp.encode(t, out_type=int) for t in norm]
+            if len(part) <= _ONE_BY_ONE or self.threads == 1:  # one thread: a list call's pool buys nothing
+                got = [self._sp.encode(t, out_type=int) for t in part]
             else:
                 pool = {"num_threads": self.threads} if self.threads else {}
-                all_ids = self._sp.encode(norm, out_type=int, **pool)
+                got = self._sp.encode(part, out_type=int, **pool)
         except (TypeError, UnicodeError, RuntimeError):  # a list call raises TypeError, one text RuntimeError
             _raise_on_invalid_unicode(norm)
             raise
-        ids, truncated, before = [], [], []
-        for i, row in enumerate(all_ids):
-            if not row:
-                raise InputError(f"text {i} has no tokens after normalisation")
+        if empties:
+            rows = iter(got)
+            got = [next(rows) if n else [] for n in norm]
+        ids, truncated, before, known = [], [], [], set(empties)
+        for i, row in enumerate(got):
+            if not row and i not in known:
+                if empty == "raise":
+                    raise InputError(f"text {i} has no tokens after normalisation")
+                empties.append(i)
             before.append(len(row))
             if len(row) > self.max_len:
                 truncated.append(i)
                 row = row[: self.max_len]
             ids.append(list(row))
-        return Encoded(ids=ids, truncated=truncated, lengths_before=before)
+        return Encoded(ids=ids, truncated=truncated, lengths_before=before, empty=sorted(empties))
 
     def encode_one(self, text: str) -> list[int]:
         if not isinstance(text, str):

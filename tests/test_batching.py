@@ -46,6 +46,14 @@ def test_overhead_decides_between_one_call_and_many():
         plan_batches([3], 0, 1.0)
 
 
+@pytest.mark.parametrize("lengths, where", [([3, 0, 5], "got 0 at index 1"), ([0], "got 0 at index 0"),
+                                            ([4, 2, -1], "got -1 at index 2"), ([2, float("nan")], "got nan at index 1")])
+def test_an_empty_row_is_never_planned(lengths, where):
+    """The planner refuses a length under 1: Encoder.embed keeps texts without tokens out of every batch."""
+    with pytest.raises(ValueError, match=f"every length must be >= 1 .*{where}"):
+        plan_batches(lengths, 4, 1.0)
+
+
 def test_embed_calls_the_backend_per_planned_batch_with_unchanged_vectors(tiny_bundle):
     from lwx_edge import Encoder
 

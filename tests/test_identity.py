@@ -133,3 +133,24 @@ def test_heads_fitted_before_provenance_still_load(exported, tmp_path):
     meta["encoder"].update(sha256=onnx_sha, model_files={"model.int8.onnx": onnx_sha})
     (tmp_path / "head" / "head.json").write_text(json.dumps(meta))
     load_head(tmp_path / "head", encoder=enc)
+
+
+def test_an_index_refuses_a_swapped_model_even_unverified_and_accepts_the_same_model_by_provenance(exported,
+                                                                                                  tmp_path):
+    from lwx_edge import Index
+    from lwx_edge.index import IndexFileError
+
+    onnx_enc = Encoder.load(exported["export"], backend="onnx")
+    with Index.open(tmp_path / "notes.lwxindex", onnx_enc, create=True) as index:
+        index.add([f"n{i}" for i in range(len(TEXTS))], TEXTS)
+    # the training bundle's torch backend is the same model (the export records the weights it came from)
+    with Index.open(tmp_path / "notes.lwxindex", Encoder.load(exported["train"], backend="torch")) as index:
+        assert index.search("the cat", top_k=1)[0].id == "n0"
+    swapped = tmp_path / "swapped"
+    shutil.copytree(exported["export"], swapped)
+    (swapped / "model.int8.onnx").unlink()
+    shutil.copyfile(exported["other"] / "model.int8.onnx", swapped / "model.int8.onnx")
+    enc = Encoder.load(swapped, backend="onnx", verify=False)
+    assert enc.identity()["matches_manifest"] is False
+    with pytest.raises(IndexFileError, match="built by another encoder \\(model differs"):
+        Index.open(tmp_path / "notes.lwxindex", enc)

@@ -18,7 +18,7 @@ import pytest
 
 from lwx_edge import Encoder
 from lwx_edge.bundle import write_manifest
-from lwx_edge.encoder import TruncationWarning
+from lwx_edge.encoder import EmptyTextWarning, TruncationWarning
 from lwx_edge.errors import BundleError, InputError
 from lwx_edge.search import search, similarity
 
@@ -116,16 +116,25 @@ def test_backends_agree_with_torch(bundle, texts, backend, precision, floor):
         assert np.abs(v - ref).max() < 1e-4
 
 
-@pytest.mark.parametrize("backend", ["torch", "onnx", pytest.param("executorch", marks=needs_et)])
-def test_batch_invariance_and_order(bundle, texts, backend):
-    enc = Encoder.load(bundle, backend=backend, precision="fp32")
+@pytest.mark.parametrize("backend, precision", [
+    ("torch", "fp32"), ("onnx", "fp32"), ("onnx", "int8"),
+    pytest.param("executorch", "fp32", marks=needs_et), pytest.param("executorch", "int8", marks=needs_et)])
+def test_a_text_gets_the_same_vector_alone_or_in_any_batch(bundle, texts, backend, precision):
+    """Same text, same vector (1 - cos <= 1e-6): alone, in sorted batches, backwards, shuffled, beside long texts;
+    int8 included (activations are quantized per token, never per batch)."""
+    enc = Encoder.load(bundle, backend=backend, precision=precision)
     together = enc.embed(texts, batch_size=16)  # sorted by length, padded, chunked (pte max batch 8)
     alone = np.concatenate([enc.embed([t]) for t in texts])
-    assert np.abs(together - alone).max() < 1e-5
-    backwards = enc.embed(texts[::-1], batch_size=7)
-    assert np.abs(backwards[::-1] - together).max() < 1e-5
-    shuffled = np.random.default_rng(0).permutation(len(texts))
-    assert np.abs(enc.embed([texts[i] for i in shuffled]) - together[shuffled]).max() < 1e-5
+    backwards = enc.embed(texts[::-1], batch_size=7)[::-1]
+    order = np.random.default_rng(0).permutation(len(texts))
+    shuffled = np.empty_like(together)
+    shuffled[order] = enc.embed([texts[i] for i in order], batch_size=5)
+    long = max(texts, key=len)  # each batch padded to the longest text
+    beside_long = np.concatenate([enc.embed([t, long])[:1] for t in texts[:10]])
+    for other in (together, backwards, shuffled, beside_long):
+        assert 1 - cos(alone[:len(other)], other).min() <= 1e-6
+    if precision == "fp32":
+        assert np.abs(together - alone).max() < 1e-5
 
 
 def test_batches_are_sorted_and_padded_to_their_own_length(bundle, texts):
@@ -216,19 +225,105 @@ def test_parallel_threads_give_the_same_vectors(bundle, texts):
 # ------------------------------------------------------------------------------------------ errors
 
 @pytest.mark.parametrize("bad, message", [
-    (["ok", ""], "empty"),
-    (["ok", "   "], "empty"),
-    (["ok", 3], "int"),
-    (["ok", None], "NoneType"),
-    ("", "empty"),
+    (["ok", 3], "text 1 is int, expected str"),
+    (["ok", None], "text 1 is NoneType"),
+    ([b"bytes", "ok"], "text 0 is bytes"),
     ({"a": 1}, "expected a list of strings, got dict"),
-    (["\x00\x00"], "only control or invisible characters"),
-    (["\u200b\ufeff"], "only control or invisible characters"),
 ])
 def test_bad_texts_are_clear_errors(bundle, bad, message):
     enc = Encoder.load(bundle)
     with pytest.raises(InputError, match=message):
         enc.embed(bad)
+    with pytest.raises(InputError, match=message):  # also when empty texts are welcome
+        enc.embed([*bad, ""] if isinstance(bad, list) else bad, empty="ignore")
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["ok", ""], "text 1 is empty or whitespace-only"),
+    (["ok", "   "], "text 1 is empty or whitespace-only"),
+    ("", "text 0 is empty"),
+    (["\x00\x00"], "text 0 has no tokens after normalisation \\(only control or invisible characters"),
+    (["ok", "ok", "\u200b\ufeff"], "text 2 has no tokens after normalisation \\(only control or invisible"),
+])
+def test_empty_texts_raise_only_when_asked(bundle, bad, message):
+    enc = Encoder.load(bundle)
+    with pytest.raises(InputError, match=message):
+        enc.embed(bad, empty="error")
+    with pytest.raises(InputError, match="empty must be 'warn', 'ignore' or 'error', got 'zero'"):
+        enc.embed(["ok"], empty="zero")
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torch", pytest.param("executorch", marks=needs_et)])
+def test_an_empty_text_gets_a_zero_vector_and_never_reaches_the_backend(bundle, backend):
+    """Policy (issue 37 item 10): a text with nothing to embed gets an all-zero vector (no NaN, also normalised),
+    one EmptyTextWarning per call names how many and which, ``last_empty`` lists them; the rest of the batch is
+    embedded as if they were not there, and no empty row reaches the planner or the backend."""
+    enc = Encoder.load(bundle, backend=backend, precision="fp32")
+    rows, run = [], enc.backend.run
+
+    def recording_run(ids, mask):
+        rows.extend(mask.sum(1).tolist())
+        return run(ids, mask)
+
+    enc.backend.run = recording_run
+    batch = ["the cat is big.", "", "   \t", "\u200b", "le chien est petit.", "\x00\ufeff", "server network."]
+    with pytest.warns(EmptyTextWarning) as caught:
+        v = enc.embed(batch, batch_size=2)
+    assert len(caught) == 1 and str(caught[0].message) == (
+        "4 of 7 text(s) have nothing to embed (empty, whitespace, or only control or invisible characters) and got "
+        "all-zero vectors (indices 1, 2, 3, 5; see Encoder.last_empty)")
+    assert caught[0].filename == __file__  # points at the caller
+    assert enc.last_empty == [1, 2, 3, 5] and enc.last_truncated == []
+    assert v.shape == (7, 64) and v.dtype == np.float32 and np.isfinite(v).all()
+    assert not v[[1, 2, 3, 5]].any()
+    assert np.allclose(np.linalg.norm(v[[0, 4, 6]], axis=1), 1, atol=1e-5)
+    assert len(rows) == 3 and min(rows) >= 1  # three texts ran, none of them an empty row
+    alone = enc.embed(["the cat is big.", "le chien est petit.", "server network."])
+    assert np.abs(v[[0, 4, 6]] - alone).max() < 1e-5
+    raw = enc.embed(batch, normalize=False, empty="ignore")
+    assert not raw[[1, 2, 3, 5]].any() and np.isfinite(raw).all()
+    assert enc.similarity(v[1], v[0]) == 0.0
+    with pytest.warns(EmptyTextWarning, match="1 of 1 text"):
+        assert enc.similarity("", "the cat is big.") == 0.0
+    assert enc.similarity(v, v)[1].tolist() == [0.0] * 7
+    # all empty: zeros of the right size, and the backend is not called at all
+    rows.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        none = enc.embed(["", " ", "\u200b"], empty="ignore")
+        one = enc.embed("", empty="ignore")
+    assert none.shape == (3, 64) and not none.any() and one.shape == (64,) and not one.any() and rows == []
+    assert enc.last_empty == [0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc.embed(["the cat."])
+    assert enc.last_empty == []  # per call
+    assert enc.token_counts(["the cat.", ""])[1] == 0 and enc.truncated(["", "the cat."]) == []
+
+
+def test_empty_texts_in_heads_and_the_index(bundle, texts, tmp_path):
+    """Zero vectors pass through the heads (fit and predict) and through Index.search without NaN; Index.add
+    still refuses an empty text before writing anything (it checks every text first)."""
+    from lwx_edge.heads import LogisticHead, MLPHead
+    from lwx_edge.index import Index
+
+    enc = Encoder.load(bundle)
+    labels = ["a" if i % 2 else "b" for i in range(len(texts))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyTextWarning)
+        for cls in (LogisticHead, MLPHead):
+            head = cls(encoder=enc).fit(texts + ["", "\u200b"], labels + ["a", "b"])
+            proba = head.predict_proba(["", texts[0], "\u200b"])
+            assert proba.shape == (3, 2) and np.isfinite(proba).all()
+            assert np.allclose(proba.sum(1), 1, atol=1e-5)
+        ix = Index.open(tmp_path / "ix.lwx", enc, create=True)
+        ix.add(["t0", "t1"], texts[:2])
+        with pytest.raises(InputError, match="text 1 is empty"):
+            ix.add(["p", "q"], ["a cat", ""])
+        assert len(ix) == 2
+        hits = ix.search("\u200b", top_k=2)
+        assert [h.score for h in hits] == [0.0, 0.0]
+        ix.close()
 
 
 def test_numpy_batch_sizes_and_huge_vectors(bundle):
@@ -546,6 +641,49 @@ def test_cli_embed_to_npy_with_backend(bundle, tmp_path):
     assert v.shape == (2, 64) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
 
 
+def test_cli_embed_names_the_file_and_line_of_a_text(bundle, tmp_path):
+    """Notes and errors about a text name its file and real line (1-based, blank lines counted), or its
+    argument; an empty text does not stop the job: its row is all zeros."""
+    src = tmp_path / "notes.txt"
+    src.write_bytes("the cat.\n\n   \n\r\n\u200b\nle chat.\n".encode("utf-8"))  # line 5: a zero-width space
+    r = cli("embed", bundle, "--input", src, "-o", tmp_path / "v.npy")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (f"note: 1 text(s) have nothing to embed (empty, or only control or invisible characters) and got "
+            f"all-zero vectors: {src} line 5") in r.stderr
+    v = np.load(tmp_path / "v.npy")
+    assert v.shape == (3, 64) and not v[1].any() and np.allclose(np.linalg.norm(v[[0, 2]], axis=1), 1, atol=1e-5)
+    long = " ".join(sentences(20, seed=3))
+    src.write_text(f"the cat.\n\n{long}\n\u200b\n", encoding="utf-8")
+    r = cli("embed", bundle, "a dog.", "--input", src)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"were truncated: {src} line 3" in r.stderr and f"all-zero vectors: {src} line 4" in r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [x["text"] for x in rows] == ["a dog.", "the cat.", long, "\u200b"] and not any(rows[3]["embedding"])
+    src.write_bytes(b"fine\n\nalso fine\ncaf\xe9 au lait\n")  # Latin-1, not UTF-8, on line 4
+    r = cli("embed", bundle, "--input", src)
+    assert r.returncode == 2 and f"error: {src} line 4: not valid UTF-8 (byte 0xe9, byte 4 of the line)" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "lwx_edge", "embed", str(bundle), "--input", "-"],
+                       input="one\n\n\x00\n".encode(), capture_output=True, timeout=300)
+    assert r.returncode == 0 and b"all-zero vectors: stdin line 3" in r.stderr, r.stderr[-2000:]
+
+
+def test_cli_texts_keep_where_they_came_from(tmp_path):
+    from lwx_edge.cli._texts import gather, gather_located, located, places
+
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"\xef\xbb\xbfone\r\n\r\ntwo\rthree\n  \nfour")  # BOM, CRLF, a lone CR, no final newline
+    texts, where = gather_located(["arg"], src)
+    assert texts == ["arg", "one", "two", "three", "four"]
+    assert where == ["argument 1", f"{src} line 1", f"{src} line 3", f"{src} line 4", f"{src} line 6"]
+    assert gather(None, src) == texts[1:]
+    err = located(InputError("text 2 has no tokens after normalisation"), where)
+    assert str(err) == f"{src} line 3: no tokens after normalisation"
+    assert str(located(InputError("text 9 is empty"), where)) == "text 9 is empty"  # not one of ours: unchanged
+    assert places(list(range(5)), where, limit=2) == f"argument 1, {src} line 1 and 3 more"
+    with pytest.raises(InputError, match="no texts"):
+        gather_located(None, None)
+
+
 def test_cli_errors_are_one_line_with_exit_code_2(bundle, labelled, tok, tmp_path):
     cases = [
         (("fit", bundle, labelled / "en.csv", "-o", tmp_path / "h", "--text-col", "txt"), "no column 'txt'"),
@@ -556,7 +694,7 @@ def test_cli_errors_are_one_line_with_exit_code_2(bundle, labelled, tok, tmp_pat
         (("embed", bundle), "no texts"),
         (("predict", bundle, tmp_path / "nohead", "x"), "no such head directory"),
         (("search", bundle, "q", "--corpus", tmp_path / "none.txt"), "no such file"),
-        (("embed", bundle, "caf\udce9"), "text 0 is not valid Unicode"),  # a non-UTF-8 argument
+        (("embed", bundle, "ok", "caf\udce9"), "argument 2: not valid Unicode"),  # a non-UTF-8 argument
         (("embed", bundle, "x", "-o", tmp_path / "v.txt"), "--output must end in .npy"),
         (("embed", bundle, "x", "--threads", "0"), "--threads"),
     ]

@@ -208,6 +208,40 @@ def test_encode_errors(tok, bad, exc_match):
         tok.encode(bad)
 
 
+@pytest.mark.parametrize("n", [3, 40])  # one SentencePiece call per text, and one call for the list
+def test_empty_texts_are_kept_as_empty_rows_when_asked(tok, n):
+    """``empty="keep"``: a text with nothing to embed gets an empty row, 0 tokens, and its index in ``empty``; the
+    others encode exactly as without it; non-strings are still errors; a lone surrogate is still named."""
+    texts = make_corpus(n, seed=5)
+    mixed = texts[:1] + ["", "  \t ", "\u200b\ufeff", "\x00"] + texts[1:]
+    enc = tok.encode(mixed, empty="keep")
+    assert enc.empty == [1, 2, 3, 4]
+    assert enc.ids[1:5] == [[], [], [], []] and enc.lengths_before[1:5] == [0, 0, 0, 0]
+    assert enc.ids[:1] + enc.ids[5:] == tok.encode(texts).ids and 1 not in enc.truncated
+    assert tok.encode(texts, empty="keep").empty == []
+    assert tok.encode(["", " "], empty="keep").ids == [[], []]
+    tok.check(["ok", ""], empty="keep")
+    with pytest.raises(InputError, match="text 1 is empty or whitespace-only"):
+        tok.check(["ok", ""])
+    with pytest.raises(InputError, match="text 2 is int"):
+        tok.encode(["", "ok", 3], empty="keep")
+    with pytest.raises(InputError, match="text 2 is not valid Unicode"):
+        tok.encode(["", "ok", "caf\udce9"] + [""] * n, empty="keep")
+    with pytest.raises(InputError, match="empty must be 'raise' or 'keep', got 'zero'"):
+        tok.encode(["ok"], empty="zero")
+
+
+def test_a_prefix_is_encoded_before_texts_with_something_to_embed(tok):
+    """A prompt ("query: ") is prepended to each text that has something to embed and counts towards max_len;
+    an empty text stays empty (the prompt alone is not a text)."""
+    enc = tok.encode(["le chat", "", "The cat."], empty="keep", prefix="Query: ")
+    assert enc.ids[0] == tok.encode(["query: le chat"]).ids[0] and enc.ids[1] == [] and enc.empty == [1]
+    assert enc.ids[2] == tok.encode(["Query: The cat."]).ids[0]
+    assert enc.lengths_before[0] == len(tok.encode_one("query: le chat")) > len(tok.encode_one("le chat"))
+    with pytest.raises(InputError, match="prefix must be a string"):
+        tok.encode(["x"], prefix=3)
+
+
 def test_encode_one_errors(tok):
     with pytest.raises(InputError, match="expected a string"):
         tok.encode_one(["a"])

@@ -21,22 +21,29 @@ def embed(
     threads: Optional[int] = threads_option(),
     progress: bool = typer.Option(False, "--progress", help="Show a progress bar."),
 ) -> None:
-    """Embed sentences; vectors are L2-normalised float32."""
+    """Embed sentences; vectors are L2-normalised float32. Blank lines of --input are skipped; a text with
+    nothing to embed (only invisible characters, say) gets an all-zero vector and a note naming its line."""
     import numpy as np
 
     from ..bundle import write_text_atomic
     from ..encoder import Encoder
     from ..errors import InputError
-    from ._texts import gather
+    from ._texts import gather_located, located, places
 
     if output and output.suffix not in (".npy", ".jsonl"):
         raise InputError(f"{output}: --output must end in .npy (a float32 array) or .jsonl (text + vector per line)")
-    texts = gather(texts, input)
+    texts, where = gather_located(texts, input)
     enc = Encoder.load(bundle, backend=backend, threads=threads)
-    vecs = enc.embed(texts, batch_size=batch_size, progress=progress, truncation="ignore")
+    try:
+        vecs = enc.embed(texts, batch_size=batch_size, progress=progress, truncation="ignore", empty="ignore")
+    except InputError as e:
+        raise located(e, where) from None
+    if enc.last_empty:
+        typer.echo(f"note: {len(enc.last_empty)} text(s) have nothing to embed (empty, or only control or "
+                   f"invisible characters) and got all-zero vectors: {places(enc.last_empty, where)}", err=True)
     if enc.last_truncated:
-        typer.echo(f"note: {len(enc.last_truncated)} input(s) were longer than the model's max length "
-                   f"and were truncated: {enc.last_truncated[:10]}", err=True)
+        typer.echo(f"note: {len(enc.last_truncated)} text(s) were longer than the model's max length "
+                   f"({enc.max_len} tokens) and were truncated: {places(enc.last_truncated, where)}", err=True)
     if output and output.suffix == ".npy":
         from ..bundle import atomic_file
 
