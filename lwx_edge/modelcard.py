@@ -111,7 +111,7 @@ def _languages(results: dict) -> list[str]:
 def _files(bundle: Bundle) -> list[str]:
     rows = ["## Files", "", "One model file plus `tokenizer.model` is all an app needs. Speed depends on the CPU and "
             "on the batch: `tools/bench_runtime.py` measures it against the teacher in one interleaved run "
-            "(README, Benchmarks).", "",
+            "(docs/BENCHMARKS.md in the repository).", "",
             "| file | size | precision | parity with fp32 (cosine mean / min) |", "|---|---|---|---|"]
     for rel, entry in sorted(bundle.manifest.get("files", {}).items()):
         art = bundle.manifest.get("artifacts", {}).get(rel)
@@ -166,7 +166,7 @@ def _stage(training: dict, cfg: dict, numbered: int, first: bool) -> list[str]:
         f"SentencePiece vocabulary {_n(cfg.get('model', {}).get('vocab_size') or cfg.get('vocab_size'))}.")
     if cfg.get("init_from") and first:
         line += (f" This run continued from `{cfg['init_from']}` (`init_from`): its steps come on top of that "
-                 "model's training; the repository's README lists every stage.")
+                 "model's training; the repository's docs/HISTORY.md lists every stage.")
     out = [line]
     moved = training.get("vocabulary_transfer")
     if isinstance(moved, dict):
