@@ -54,6 +54,16 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a device, FIFO or socket (``/dev/stdout``, ``/dev/null``, ``-o >(cmd)``) rather than a
+    file, a directory or a name still free: written through, with nothing put beside it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike, exclusive: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds.
@@ -64,7 +74,7 @@ def atomic_file(path: str | os.PathLike, exclusive: bool = False) -> Iterator[Pa
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a directory (give a file name)")
-    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+    if is_stream(path):
         with _temporary(Path(tempfile.gettempdir()), path.name) as tmp:
             yield tmp
             try:

@@ -41,6 +41,7 @@ from .batching import plan_batches
 from .bundle import CONFIG, TOKENIZER, WEIGHTS, Bundle
 from .errors import BackendUnavailable, BundleError, InputError, LwxError
 from .runtime import Backend
+from .runtime.base import usable_threads
 from .tokenizer import UNK_ID, Tokenizer
 
 __all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "EmptyTextWarning",
@@ -134,6 +135,7 @@ class Encoder:
             raise InputError(f"unknown backend {backend!r}; choose one of {names}")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise InputError(f"threads must be a positive integer or None, got {threads!r}")
+        threads = usable_threads(threads)
         if precision is not None and precision not in ("int8", "fp32"):
             raise InputError(f"precision must be 'int8', 'fp32' or None, got {precision!r}")
         if path is None or (isinstance(path, (str, os.PathLike)) and os.fspath(path) == "default"

@@ -25,13 +25,17 @@ def embed(
     nothing to embed (only invisible characters, say) gets an all-zero vector and a note naming its line."""
     import numpy as np
 
+    from .._io import is_stream
     from ..bundle import write_text_atomic
     from ..encoder import Encoder
     from ..errors import InputError
     from ._texts import gather_located, located, places
 
-    if output and output.suffix not in (".npy", ".jsonl"):
+    stream = output is not None and is_stream(output)  # /dev/stdout, /dev/null, a FIFO: JSONL unless .npy
+    if output and not stream and output.suffix not in (".npy", ".jsonl"):
         raise InputError(f"{output}: --output must end in .npy (a float32 array) or .jsonl (text + vector per line)")
+    if output and not stream and not output.parent.is_dir():
+        raise InputError(f"{output}: no such directory {output.parent} (create it first)")
     texts, where = gather_located(texts, input)
     enc = Encoder.load(bundle, backend=backend, threads=threads)
     try:

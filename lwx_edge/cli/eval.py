@@ -2,7 +2,6 @@
 dialogue and everyday text, with reference systems and space diagnostics."""
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import List, Optional
 
@@ -97,13 +96,7 @@ def eval_(
     typer.echo(table)
     if out:
         write_json_atomic(out, {"split": split, "corpus": str(corpus), "tasks": task_list, "results": results})
-        if not _stream(out):  # /dev/null, /dev/stdout, a FIFO: nothing beside it
+        from .._io import is_stream
+
+        if not is_stream(out):  # /dev/null, /dev/stdout, a FIFO: nothing beside it
             write_text_atomic(out.with_suffix(".md"), table + "\n")
-
-
-def _stream(path: Path) -> bool:
-    """Whether ``path`` is a device, FIFO or socket rather than a file (or a file to be)."""
-    try:
-        return not stat.S_ISREG(path.stat().st_mode)
-    except OSError:
-        return False

@@ -2,10 +2,29 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
+
+
+def usable_threads(threads: int | None, what: str = "threads") -> int | None:
+    """``threads`` capped at the CPUs this process may use, with a warning naming ``what`` when it was more (a
+    thread pool of 100,000 threads takes minutes and gigabytes to start, and more threads than CPUs only
+    contend); None stays None (each runtime's own default)."""
+    if threads is None:
+        return None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    if threads > cpus:
+        warnings.warn(f"{what}={threads} is more than the {cpus} CPU(s) this process may use; using {cpus}",
+                      UserWarning, stacklevel=3)
+        return cpus
+    return threads
 
 
 class Backend(Protocol):
