@@ -1,4 +1,5 @@
-"""CLI and SDK edges (issue 38): more threads than CPUs are capped with a warning at once; embed writes to a stream and refuses a missing directory."""
+"""CLI and SDK edges (issue 38): more threads than CPUs are capped with a warning at once; embed writes to a
+stream and refuses a missing directory."""
 import os
 import subprocess
 import sys
