@@ -411,7 +411,9 @@ class Index:
                 "encoder": json.dumps(encoder.identity(), sort_keys=True),
                 "text_contract": json.dumps(_contract(encoder), sort_keys=True)}
         try:
-            with atomic_file(path) as tmp:  # the schema appears whole or not at all
+            # the schema appears whole or not at all, and never over a file another process created meanwhile
+            # (replacing it under that process's open WAL connection corrupted the index)
+            with atomic_file(path, exclusive=True) as tmp:
                 conn = sqlite3.connect(str(tmp))
                 try:
                     conn.executescript("""
@@ -423,6 +425,8 @@ class Index:
                     conn.commit()
                 finally:
                     conn.close()
+        except FileExistsError:
+            pass  # another process created it first: open that one
         except OSError as e:
             raise IndexFileError(f"{path}: cannot create the index file ({e.strerror or e})") from None
         except sqlite3.Error as e:

@@ -217,3 +217,23 @@ def test_add_refuses_nan_metadata_before_embedding_anything(index):
         index.add(["a", "b"], ["a cat", "a dog"], [{"score": 1.0}, {"score": float("nan")}])
     assert len(index) == 17 and "a" not in index
     assert len(index.search(TEXTS[0], top_k=20, where={"even": True})) == 9  # where= still works
+
+
+def test_a_creator_that_loses_the_race_opens_the_index_the_winner_made(enc, tmp_path):
+    """Two processes that both saw no file create it at once: the second's new file must not replace the first's
+    (which may be open with a WAL already: the replacement read as 'database disk image is malformed')."""
+    from lwx_edge import Index
+
+    path = tmp_path / "shared.lwxindex"
+    with Index.open(path, enc, create=True) as winner:  # created and written, its WAL connection open
+        winner.add(["w1"], ["the winner's note"])
+        loser = Index._create(path, enc)  # what the other process runs after its own exists() said no
+        try:
+            assert loser.get("w1")["text"] == "the winner's note"
+            loser.add(["l1"], ["the loser's note"])
+        finally:
+            loser.close()
+        assert len(winner) == 2
+    with Index.open(path, enc) as index:
+        assert sorted(h.id for h in index.search("note", top_k=5)) == ["l1", "w1"]
+        assert index.info()["items"] == 2
