@@ -19,8 +19,10 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import text
 from ._io import (  # noqa: F401  (re-exported: the bundle's writers and readers)
@@ -34,6 +36,9 @@ from ._io import (  # noqa: F401  (re-exported: the bundle's writers and readers
 )
 from ._version import __version__
 from .errors import BundleError, InputError
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
 
 FORMAT = "lwx-edge-bundle"
 FORMAT_VERSION = 2
@@ -62,7 +67,7 @@ def make_config(model: dict, embedding_dim: int) -> dict:
             "tokenizer": text_contract(), "embedding_dim": embedding_dim, "pooling": POOLING}
 
 
-def upgrade(config: dict, version: int) -> dict:
+def upgrade(config: dict, version: int | None) -> dict:
     """The config of a bundle of format ``version`` in the current format. Version 1 wrote a tokenizer
     section but never read it: its texts were always normalised by the rules now called ``nfkc`` and
     lowercased, with mean pooling, so that is its contract."""
@@ -97,7 +102,7 @@ def write_manifest(bundle_dir: str | os.PathLike, info: dict | None = None) -> d
     return manifest
 
 
-def inside(root: str | os.PathLike, rel, what: str = "file") -> Path:
+def inside(root: str | os.PathLike, rel: object, what: str = "file") -> Path:
     """``root / rel`` for a listed file name, refusing names that could leave ``root`` (absolute paths, ``..``,
     links out of it): a crafted manifest or head must not make us read, copy or overwrite files elsewhere."""
     root = Path(root)
@@ -125,7 +130,7 @@ def _read_json(path: Path, what: str) -> dict:
     return obj
 
 
-def shown(value, width: int = 40) -> str:
+def shown(value: object, width: int = 40) -> str:
     """``repr(value)`` cut to about ``width`` characters, for messages about crafted values (a 4000-digit
     integer, a megabyte of text)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** width:
@@ -225,7 +230,7 @@ class Bundle:
         bundle.config = upgrade(config, version)
         return bundle
 
-    def verify(self, names=None, *, reuse: bool = False) -> None:
+    def verify(self, names: Iterable[str] | None = None, *, reuse: bool = False) -> None:
         """Check the size and sha256 of ``names`` (default: every listed file) against the manifest. ``reuse``:
         a file hashed before (by this object) and unchanged since (same inode, size and times) is not hashed
         again."""
@@ -289,6 +294,7 @@ class Bundle:
             return {"sha256": actual, "artifact_sha256": actual, "model_files": {artifact: actual},
                     "identity_from": "file", "matches_manifest": False}
         model_files[artifact] = actual
+        source: str | None
         if artifact == WEIGHTS:
             source, origin = actual, "weights"
         else:
@@ -327,7 +333,7 @@ class Bundle:
     def sha256(self, name: str) -> str:
         return self.manifest["files"][self.file(name).relative_to(self.path).as_posix()]["sha256"]
 
-    def artifact(self, name: str) -> dict:
+    def artifact(self, name: str | None) -> dict:
         """The manifest's record of an exported model (empty when it has none)."""
         arts = self.manifest.get("artifacts")
         entry = arts.get(name) if isinstance(arts, dict) else None
@@ -347,7 +353,8 @@ class Bundle:
                               f"integer from 1 to the model's max_len ({limit}), got {shown(value)}")
         return value
 
-    def tokenizer(self, max_len: int | None = None, artifact: str | None = None, threads: int | None = None):
+    def tokenizer(self, max_len: int | None = None, artifact: str | None = None,
+                  threads: int | None = None) -> Tokenizer:
         """The bundle's :class:`~lwx_edge.tokenizer.Tokenizer` under its text contract (config.json), cut at
         ``max_len`` (default: :meth:`max_len` of ``artifact``), encoding lists on ``threads`` threads (None:
         SentencePiece's default, one per hardware thread). Refuses a contract this lwx-edge does not apply
@@ -378,7 +385,7 @@ class Bundle:
         return tokenizer
 
 
-def update_manifest(bundle_dir: str | os.PathLike, artifacts: dict | None = None, **info) -> dict:
+def update_manifest(bundle_dir: str | os.PathLike, artifacts: dict | None = None, **info: Any) -> dict:
     """Rewrite the manifest of a bundle whose files changed: hashes anew, keeps what it said about the model
     (``info`` replaces sections), drops artefact entries whose file is gone and adds ``artifacts``. A version-1
     config.json is rewritten upgraded first, so the bundle is whole in the current format."""

@@ -32,7 +32,7 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, cast, overload
 
 import numpy as np
 
@@ -43,6 +43,11 @@ from .errors import BackendUnavailable, BundleError, InputError, LwxError
 from .runtime import Backend
 from .runtime.base import usable_threads
 from .tokenizer import UNK_ID, Tokenizer
+
+if TYPE_CHECKING:
+    import torch
+
+    from .search import SearchResult
 
 __all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "EmptyTextWarning",
            "BACKENDS", "ARTIFACTS", "DEFAULT_MODEL"]  # noqa: F822 (lazy: __getattr__)
@@ -72,7 +77,7 @@ class EmptyTextWarning(UserWarning):
 _ST_PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """``BACKENDS`` and ``ARTIFACTS``: the backend registry's (:mod:`lwx_edge.runtime`), as it is now."""
     if name == "BACKENDS":
         return ("auto", *(spec.name for spec in runtime.backends()))
@@ -81,7 +86,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _as_text_list(texts) -> list:
+def _as_text_list(texts: Any) -> list:
     """Accept a list/tuple (or another non-string sequence, e.g. a numpy array of str) of texts."""
     if isinstance(texts, (list, tuple)):
         return list(texts)
@@ -221,7 +226,7 @@ class Encoder:
         record it."""
         return self.identity()["sha256"]
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, Any]:
         """What classifier heads and indexes record about the encoder they were built with, and check: the model
         named by its provenance and bound to the file loaded (:meth:`lwx_edge.bundle.Bundle.identity`: ``sha256``
         is the weights it came from, so a training bundle and its exports agree; ``artifact_sha256`` the file's
@@ -241,11 +246,11 @@ class Encoder:
     def __copy__(self) -> "Encoder":
         return self
 
-    def __deepcopy__(self, memo) -> "Encoder":
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Encoder":
         return self
 
     # Pickled (joblib, scikit-learn's n_jobs, multiprocessing): how it was loaded, re-opened on unpickling.
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[dict, dict], Encoder], tuple[dict, dict]]:
         if self._load_args is None:
             raise TypeError("this Encoder was not made by Encoder.load, so it cannot be pickled (a pickled "
                             "Encoder re-opens its bundle); load it with Encoder.load(path)")
@@ -326,8 +331,9 @@ class Encoder:
         """
         return self._embed(texts, batch_size, normalize, progress, truncation, empty)
 
-    def _embed(self, texts, batch_size, normalize, progress, truncation, empty, prompt: str = "",
-               dims: int | None = None, stacklevel: int = 3) -> np.ndarray:
+    def _embed(self, texts: Sequence[str] | str, batch_size: int, normalize: bool, progress: bool,
+               truncation: str, empty: str, prompt: str = "", dims: int | None = None,
+               stacklevel: int = 3) -> np.ndarray:
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         batch_size = int(batch_size)
@@ -386,12 +392,27 @@ class Encoder:
         ids, mask = Tokenizer.pad([[UNK_ID]])
         return int(np.asarray(self.backend.run(ids, mask)).shape[-1])
 
+    @overload
+    def encode(self, sentences: Sequence[str] | str, prompt_name: str | None = ..., prompt: str | None = ...,
+               batch_size: int = ..., show_progress_bar: bool | None = ..., output_value: str | None = ...,
+               precision: str = ..., convert_to_numpy: Literal[True] = ..., convert_to_tensor: Literal[False] = ...,
+               device: str | None = ..., normalize_embeddings: bool = ..., truncate_dim: int | None = ...,
+               pool: object = ..., chunk_size: int | None = ..., **kwargs: str) -> np.ndarray: ...
+
+    @overload
+    def encode(self, sentences: Sequence[str] | str, prompt_name: str | None = ..., prompt: str | None = ...,
+               batch_size: int = ..., show_progress_bar: bool | None = ..., output_value: str | None = ...,
+               precision: str = ..., convert_to_numpy: bool = ..., convert_to_tensor: bool = ...,
+               device: str | None = ..., normalize_embeddings: bool = ..., truncate_dim: int | None = ...,
+               pool: object = ..., chunk_size: int | None = ...,
+               **kwargs: str) -> np.ndarray | torch.Tensor | list[torch.Tensor]: ...
+
     def encode(self, sentences: Sequence[str] | str, prompt_name: str | None = None, prompt: str | None = None,
                batch_size: int = 32, show_progress_bar: bool | None = None,
                output_value: str | None = "sentence_embedding", precision: str = "float32",
                convert_to_numpy: bool = True, convert_to_tensor: bool = False, device: str | None = None,
-               normalize_embeddings: bool = True, truncate_dim: int | None = None, pool=None,
-               chunk_size: int | None = None, **kwargs):
+               normalize_embeddings: bool = True, truncate_dim: int | None = None, pool: object = None,
+               chunk_size: int | None = None, **kwargs: str) -> np.ndarray | torch.Tensor | list[torch.Tensor]:
         """:meth:`embed` under sentence-transformers' name and keyword arguments (``SentenceTransformer.encode``,
         same names and order), so code written for a SentenceTransformer runs on an Encoder.
 
@@ -426,7 +447,7 @@ class Encoder:
         text_prompt = self._prompt(prompt_name, prompt)
         dims = self._truncate_dim(truncate_dim)
         want_torch = bool(convert_to_tensor) or not convert_to_numpy
-        torch = _torch() if want_torch else None  # refused before any work when torch is missing
+        torch: Any = _torch() if want_torch else None  # refused before any work when torch is missing
         vecs = self._embed(sentences, batch_size, normalize_embeddings, bool(show_progress_bar),
                            kwargs.get("truncation", "warn"), kwargs.get("empty", "warn"), prompt=text_prompt,
                            dims=dims, stacklevel=3)
@@ -437,7 +458,7 @@ class Encoder:
             return tensor
         return list(tensor)  # sentence-transformers' convert_to_numpy=False: a list of 1-d tensors
 
-    def _check_device(self, device) -> None:
+    def _check_device(self, device: object) -> None:
         if device is None:
             return
         if isinstance(device, (list, tuple)):
@@ -456,7 +477,7 @@ class Encoder:
                          f"device=None or {self.device!r} (a bundle with weights can be loaded on a GPU: "
                          "Encoder.load(path, backend='torch', device='cuda'))")
 
-    def _prompt(self, prompt_name, prompt) -> str:
+    def _prompt(self, prompt_name: object, prompt: object) -> str:
         if prompt is not None:  # as sentence-transformers: prompt wins over prompt_name
             if not isinstance(prompt, str):
                 raise InputError(f"prompt must be a string, got {type(prompt).__name__}")
@@ -473,7 +494,7 @@ class Encoder:
             return self.prompts.get(self.default_prompt_name, "")
         return ""
 
-    def _truncate_dim(self, k) -> int | None:
+    def _truncate_dim(self, k: int | None) -> int | None:
         if k is None:
             return None
         d = self.dim
@@ -483,7 +504,7 @@ class Encoder:
         return int(k)
 
     # ------------------------------------------------------------------------------------------ helpers
-    def _vectors(self, x, batch_size: int) -> tuple[np.ndarray, bool]:
+    def _vectors(self, x: Any, batch_size: int) -> tuple[np.ndarray, bool]:
         """(2-d normalised vectors, was_single) for texts, one text, or precomputed vectors."""
         if isinstance(x, str):
             return self.embed([x], batch_size=batch_size), True
@@ -501,7 +522,17 @@ class Encoder:
                 return arr, arr.ndim == 1
         return self.embed(items, batch_size=batch_size), False  # raises the precise InputError
 
-    def similarity(self, a, b, batch_size: int = 32):
+    @overload
+    def similarity(self, a: str, b: str, batch_size: int = ...) -> float: ...
+
+    @overload
+    def similarity(self, a: str | Sequence[str] | np.ndarray | torch.Tensor | Sequence[Sequence[float]],
+                   b: str | Sequence[str] | np.ndarray | torch.Tensor | Sequence[Sequence[float]],
+                   batch_size: int = ...) -> float | np.ndarray: ...
+
+    def similarity(self, a: str | Sequence[str] | np.ndarray | torch.Tensor | Sequence[Sequence[float]],
+                   b: str | Sequence[str] | np.ndarray | torch.Tensor | Sequence[Sequence[float]],
+                   batch_size: int = 32) -> float | np.ndarray:
         """Cosine similarity of texts (or vectors, numpy or torch): two texts -> float; one text and a list ->
         [n]; two lists (or two 2-d arrays, sentence-transformers' ``model.similarity(emb, emb)``) -> numpy
         [n_a, n_b]. A zero vector (a text with nothing to embed) has cosine 0 with everything."""
@@ -512,7 +543,9 @@ class Encoder:
         s = similarity(va[0] if sa and va.ndim == 2 else va, vb[0] if sb and vb.ndim == 2 else vb)
         return s
 
-    def search(self, queries, corpus, top_k: int = 10, batch_size: int = 32):
+    def search(self, queries: str | Sequence[str] | np.ndarray | torch.Tensor | Sequence[Sequence[float]],
+               corpus: str | Sequence[str] | np.ndarray | torch.Tensor | Sequence[Sequence[float]], top_k: int = 10,
+               batch_size: int = 32) -> SearchResult:
         """Exact cosine search: for each query (text or vector) the ``top_k`` nearest corpus entries (texts
         or precomputed vectors, e.g. ``embed(corpus)`` kept from before). Returns ``SearchResult(indices,
         scores)``, arrays [n_queries, k] sorted best first (1-d for a single query)."""
@@ -527,7 +560,7 @@ def _shown(indices: list[int], limit: int = 10) -> str:
     return ", ".join(str(i) for i in indices[:limit]) + (" ..." if len(indices) > limit else "")
 
 
-def _torch():
+def _torch() -> Any:
     """torch, imported on demand (never at module import: the base install is torch-free)."""
     try:
         return importlib.import_module("torch")
@@ -554,8 +587,9 @@ def _unpickle(args: dict, state: dict) -> Encoder:
         base = Encoder.load(**args)
         ident = base.identity()
         if (ident["sha256"], ident["tokenizer_sha256"]) != (state["sha256"], state["tokenizer_sha256"]):
-            raise BundleError(f"{base.bundle.path}: the bundle is not the one this Encoder was pickled from (the "
-                              "sha256 of its model or tokenizer differs); re-create the Encoder with Encoder.load")
+            raise BundleError(f"{cast(Bundle, base.bundle).path}: the bundle is not the one this Encoder was "
+                              "pickled from (the sha256 of its model or tokenizer differs); re-create the Encoder "
+                              "with Encoder.load")
         with _REOPENED_LOCK:
             while len(_REOPENED) >= _REOPENED_MAX:
                 _REOPENED.pop(next(iter(_REOPENED)))

@@ -15,7 +15,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import sentencepiece as spm
@@ -214,10 +214,10 @@ class Tokenizer:
         self._maskable: np.ndarray | None = None
 
     # Picklable (DataLoader workers with spawn): ship the model bytes, rebuild the processor.
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "max_len": self.max_len, "lower": self.lower, "bytes": self._bytes}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.model_path, self.max_len, self.lower = state["model_path"], state["max_len"], state["lower"]
         self._load(state["bytes"])
 
@@ -294,7 +294,7 @@ class Tokenizer:
             if len(part) <= _ONE_BY_ONE or self.threads == 1:  # one thread: a list call's pool buys nothing
                 got = [self._sp.encode(t, out_type=int) for t in part]
             else:
-                pool = {"num_threads": self.threads} if self.threads else {}
+                pool: dict[str, Any] = {"num_threads": self.threads} if self.threads else {}
                 got = self._sp.encode(part, out_type=int, **pool)
         except (TypeError, UnicodeError, RuntimeError):  # a list call raises TypeError, one text RuntimeError
             _raise_on_invalid_unicode(norm)

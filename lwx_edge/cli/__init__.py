@@ -10,7 +10,9 @@ from ..errors import LwxError
 from . import data, embed, eval, export, fit, index, info, predict, search, train, transfer
 
 app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, transfer, export, embed, fit heads, predict, search, index, info.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None)  # plain help: no type labels (<bool>) on flags, and [ann], [teacher]
+                                          # stay text (rich markup would drop them)
 app.command("train")(train.train)
 app.command("transfer")(transfer.transfer)
 app.command("embed")(embed.embed)

@@ -1,17 +1,19 @@
 """Options shared by several subcommands."""
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import typer
 
 
-def threads_option():
+def threads_option() -> Any:
     """``--threads N``: CPU threads for every runtime the command uses (torch, onnxruntime, ExecuTorch, the
     teacher); default: each runtime's own."""
-    return typer.Option(None, "--threads", callback=_positive,
-                        help="CPU threads for torch, onnxruntime, ExecuTorch and the teacher (default: theirs).")
+    return typer.Option(None, "--threads", metavar="N", callback=_positive,
+                        help="CPU threads to run on (default: each runtime's own choice, usually every core).")
 
 
-def _positive(value):
+def _positive(value: Optional[int]) -> Optional[int]:
     """Refuse 0 and negatives; more than the machine's CPUs is capped with a warning (in no time: a pool of
     100,000 threads took minutes to start)."""
     if value is not None and value < 1:

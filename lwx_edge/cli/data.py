@@ -7,14 +7,20 @@ from typing import List
 
 import typer
 
+from ._extras import require
+
 app = typer.Typer(help="Build training corpora (DDTP descriptions, gettext catalogs, monolingual text).",
                   no_args_is_help=True)
 
+OUT_HELP = "Directory to write the corpus to."
+WORK_HELP = "Where downloaded .deb files are kept and unpacked."
+
 
 @app.command("ddtp")
-def ddtp(out: Path = typer.Option(Path("data/corpus/ddtp"), "--out", "-o"),
-         lists_dir: Path = typer.Option(Path("/var/lib/apt/lists"), "--lists-dir",
-                                        help="apt lists (run: apt-get update -o Acquire::Languages=en,fr,de,es,it)")):
+def ddtp(out: Path = typer.Option(Path("data/corpus/ddtp"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+         lists_dir: Path = typer.Option(Path("/var/lib/apt/lists"), "--lists-dir", metavar="DIR",
+                                        help="apt's package lists, with their translations (run first: apt-get "
+                                             "update -o Acquire::Languages=en,fr,de,es,it).")) -> None:
     """Debian package descriptions and their fr/de/es/it translations, split by source package."""
     from ..data.ddtp import build_ddtp
 
@@ -22,8 +28,8 @@ def ddtp(out: Path = typer.Option(Path("data/corpus/ddtp"), "--out", "-o"),
 
 
 @app.command("gettext")
-def gettext(out: Path = typer.Option(Path("data/corpus/gettext"), "--out", "-o"),
-            work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are unpacked.")):
+def gettext(out: Path = typer.Option(Path("data/corpus/gettext"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+            work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", metavar="DIR", help=WORK_HELP)) -> None:
     """msgid -> msgstr pairs from the gettext catalogs of common Debian packages (apt-get download)."""
     from ..data.gettext import build_gettext
 
@@ -31,8 +37,8 @@ def gettext(out: Path = typer.Option(Path("data/corpus/gettext"), "--out", "-o")
 
 
 @app.command("dialogue")
-def dialogue(out: Path = typer.Option(Path("data/corpus/dialogue"), "--out", "-o"),
-             work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept.")):
+def dialogue(out: Path = typer.Option(Path("data/corpus/dialogue"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+             work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", metavar="DIR", help=WORK_HELP)) -> None:
     """Everyday-style dialogue: the Wesnoth campaigns' gettext catalogs, split by campaign (gettext domain)."""
     from ..data.gettext import DIALOGUE_PACKAGES, build_gettext
 
@@ -41,29 +47,33 @@ def dialogue(out: Path = typer.Option(Path("data/corpus/dialogue"), "--out", "-o
 
 
 @app.command("everyday")
-def everyday(out: Path = typer.Option(Path("data/corpus/everyday"), "--out", "-o"),
-             work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
-             words_per_lang: int = typer.Option(20000, "--words-per-lang", min=0,
-                                                help="Words sampled from each language's word list.")):
+def everyday(out: Path = typer.Option(Path("data/corpus/everyday"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+             work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", metavar="DIR", help=WORK_HELP),
+             words_per_lang: int = typer.Option(20000, "--words-per-lang", min=0, metavar="N",
+                                                help="Words sampled from each language's word list.")) -> None:
     """Everyday text: game dialogue and story catalogs (FreeDroid RPG held out for test), Ding phrases,
-    fortunes, WordNet examples and word lists; parallel splits by gettext domain plus ``mono/``."""
+    fortunes, WordNet examples and word lists; parallel splits by gettext domain, plus OUT/mono."""
     from ..data.everyday import build_everyday
 
     typer.echo(json.dumps(build_everyday(out, work_dir=work_dir, words_per_lang=words_per_lang), indent=2))
 
 
 @app.command("games")
-def games(out: Path = typer.Option(Path("data/corpus/games"), "--out", "-o"),
-          work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
-          extra_out: Path = typer.Option(Path("data/corpus/games-extra"), "--extra-out",
+def games(out: Path = typer.Option(Path("data/corpus/games"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+          work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", metavar="DIR", help=WORK_HELP),
+          extra_out: Path = typer.Option(Path("data/corpus/games-extra"), "--extra-out", metavar="DIR",
                                          help="Where the other games' train pairs go."),
-          more_out: Path = typer.Option(Path("data/corpus/games-more"), "--more-out",
-                                        help="Where the everyday and children's games' train pairs go.")):
-    """Item, place and character descriptions and NPC dialogue of Cataclysm: DDA (one catalogue, split by
-    source package like gettext; it hashes to train) into OUT; then the dialogue, quests and story of
-    Hedgewars, FLARE, FreeOrion, Warzone 2100 and Pingus (train only) into EXTRA_OUT, and GCompris, Tux Paint's
-    stamps, SuperTux, Unknown Horizons, SuperTuxKart, MegaGlest, LordsAWar and Singularity (train only) into
-    MORE_OUT, minus any English sentence of the everyday, dialogue and gettext dev/test splits next to them."""
+          more_out: Path = typer.Option(Path("data/corpus/games-more"), "--more-out", metavar="DIR",
+                                        help="Where the everyday and children's games' train pairs go.")) -> None:
+    """Game text for training: Cataclysm: DDA into OUT, other games into EXTRA_OUT and MORE_OUT.
+
+    OUT: the item, place and character descriptions and NPC dialogue of Cataclysm: DDA (one catalogue, split
+    by source package like gettext: it all lands in train). EXTRA_OUT (train only): the dialogue, quests and
+    story of Hedgewars, FLARE, FreeOrion, Warzone 2100 and Pingus. MORE_OUT (train only): GCompris, Tux Paint's
+    stamps, SuperTux, Unknown Horizons, SuperTuxKart, MegaGlest, LordsAWar and Singularity. Any English
+    sentence of the everyday, dialogue and gettext dev/test splits next to them is left out.
+    """
+    require("data games", "data", ("babel",))  # before any download
     from ..data.everyday import GAME_PACKAGES
     from ..data.games import MORE_SOURCES, build_games_extra
     from ..data.gettext import build_gettext
@@ -76,10 +86,14 @@ def games(out: Path = typer.Option(Path("data/corpus/games"), "--out", "-o"),
 
 
 @app.command("mono")
-def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
-         ddtp_dir: Path = typer.Option(Path("data/corpus/ddtp"), "--ddtp"),
-         gettext_dir: Path = typer.Option(Path("data/corpus/gettext"), "--gettext"),
-         dialogue_dir: Path = typer.Option(Path("data/corpus/dialogue"), "--dialogue")):
+def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+         ddtp_dir: Path = typer.Option(Path("data/corpus/ddtp"), "--ddtp", metavar="DIR",
+                                       help="The corpus of lwx-edge data ddtp (skipped when missing)."),
+         gettext_dir: Path = typer.Option(Path("data/corpus/gettext"), "--gettext", metavar="DIR",
+                                          help="The corpus of lwx-edge data gettext (skipped when missing)."),
+         dialogue_dir: Path = typer.Option(Path("data/corpus/dialogue"), "--dialogue", metavar="DIR",
+                                           help="The corpus of lwx-edge data dialogue (skipped when missing).")
+         ) -> None:
     """Monolingual sentences per language from the train splits (for distillation)."""
     from ..data.mono import build_mono
 
@@ -88,46 +102,56 @@ def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o"),
 
 
 @app.command("words")
-def words(out: Path = typer.Option(Path("data/corpus/words"), "--out", "-o"),
-          work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
-          per_lang: int = typer.Option(50000, "--per-lang", min=1, help="Most frequent words kept per language.")):
+def words(out: Path = typer.Option(Path("data/corpus/words"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+          work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", metavar="DIR", help=WORK_HELP),
+          per_lang: int = typer.Option(50000, "--per-lang", min=1, metavar="N",
+                                       help="Most frequent words kept per language.")) -> None:
     """Each language's most frequent words (wordfreq, cased by the Debian word lists), one a line, for
-    word-level distillation (``--mono data/corpus/words``)."""
+    word-level distillation (lwx-edge train --mono data/corpus/words)."""
+    require("data words", "data", ("wordfreq",))  # before the word lists are downloaded
     from ..data.words import build_words
 
     typer.echo(json.dumps(build_words(out, work_dir, per_lang), indent=2))
 
 
 @app.command("lexicon")
-def lexicon(out: Path = typer.Option(Path("data/corpus/lexicon"), "--out", "-o"),
-            work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
-            max_per_lang: int = typer.Option(20000, "--max-per-lang", min=1,
-                                             help="Ding headwords kept (the most frequent English first).")):
+def lexicon(out: Path = typer.Option(Path("data/corpus/lexicon"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+            work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", metavar="DIR", help=WORK_HELP),
+            max_per_lang: int = typer.Option(20000, "--max-per-lang", min=1, metavar="N",
+                                             help="Ding headwords kept (the most frequent English first).")) -> None:
     """Words and short names with their translations (CLDR names, FreeDict and Ding headwords) as parallel
-    ``train.en-xx.tsv`` for the one- and two-word texts."""
+    train.en-xx.tsv files, for the one- and two-word texts."""
+    require("data lexicon", "data")  # wordfreq, babel, emoji: before the dictionaries are downloaded
     from ..data.lexicon import build_lexicon
 
     typer.echo(json.dumps(build_lexicon(out, work_dir, max_per_lang), indent=2))
 
 
 @app.command("conversation")
-def conversation(out: Path = typer.Option(Path("data/corpus/conversation"), "--out", "-o"),
-                 work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", help="Where .deb files are kept."),
-                 train: List[Path] = typer.Option([Path("data/corpus")], "--train",
+def conversation(out: Path = typer.Option(Path("data/corpus/conversation"), "--out", "-o", metavar="DIR",
+                                         help=OUT_HELP),
+                 work_dir: Path = typer.Option(Path("data/debs"), "--work-dir", metavar="DIR", help=WORK_HELP),
+                 train: List[Path] = typer.Option([Path("data/corpus")], "--train", metavar="DIR",
                                                   help="Training corpora whose sentences the test must not "
-                                                       "hold (directories, searched for train* files).")):
+                                                       "hold (directories, searched for train* files; "
+                                                       "repeatable).")) -> None:
     """An out-of-domain everyday test: short conversational lines of games no corpus trains on, split by game
     (test: Fish Fillets NG; dev: FreeDink, Adonthell, The Question); build it after the training corpora."""
+    require("data conversation", "data", ("babel",))  # before any download
     from ..data.conversation import build_conversation
 
     typer.echo(json.dumps(build_conversation(out, work_dir, train_dirs=train), indent=2))
 
 
 @app.command("tokenizer")
-def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model"), "--out", "-o"),
-              vocab_size: int = typer.Option(24000, "--vocab-size", min=8),
-              corpus: Path = typer.Option(Path("data/corpus"), "--corpus", help="Root of the built corpora."),
-              seed: int = typer.Option(0, "--seed")):
+def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model"), "--out", "-o", metavar="FILE",
+                                      help="The SentencePiece model to write."),
+              vocab_size: int = typer.Option(24000, "--vocab-size", min=8, metavar="N",
+                                             help="Pieces of the vocabulary."),
+              corpus: Path = typer.Option(Path("data/corpus"), "--corpus", metavar="DIR",
+                                          help="Root of the built corpora."),
+              seed: int = typer.Option(0, "--seed", metavar="N",
+                                       help="Random seed of the sample of texts it learns from.")) -> None:
     """A SentencePiece model learned on a mix where everyday text is half (train splits only)."""
     from ..data.vocab import build_tokenizer
 
@@ -135,9 +159,12 @@ def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model")
 
 
 @app.command("all")
-def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o")):
-    """ddtp + gettext + dialogue + mono + everyday + words + lexicon + games + conversation into
-    ROOT/{ddtp,...,games, games-extra,conversation}, then the tokenizer."""
+def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o", metavar="ROOT",
+                                   help="Root directory of the corpora (the tokenizer goes to "
+                                        "ROOT/../tokenizer).")) -> None:
+    """Every corpus (ddtp, gettext, dialogue, mono, everyday, words, lexicon, games, conversation) into
+    ROOT/NAME, then the tokenizer."""
+    require("data all", "data")  # before the first download: words, lexicon and games need it
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
     dialogue(root / "dialogue", root.parent / "debs")

@@ -12,12 +12,19 @@ from ._options import threads_option
 
 
 def embed(
-    bundle: Path = typer.Argument(..., help="Model bundle directory, or 'default' for the shipped model."),
-    texts: List[str] = typer.Argument(None, help="Texts to embed (or use --input)."),
-    input: Optional[Path] = typer.Option(None, "--input", "-i", help="A text file, one sentence per line."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write .npy (or .jsonl); default JSONL to stdout."),
-    batch_size: int = typer.Option(64, "--batch-size"),
-    backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
+    bundle: Path = typer.Argument(..., metavar="BUNDLE",
+                                  help="Model bundle directory, or 'default' for the shipped model."),
+    texts: List[str] = typer.Argument(None, metavar="TEXT", help="Texts to embed (or use --input)."),
+    input: Optional[Path] = typer.Option(None, "--input", "-i", metavar="FILE",
+                                         help="A UTF-8 text file, one sentence per line ('-': standard input)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                          help="Write a .npy array (or .jsonl: text and vector per line); default: "
+                                               "JSON lines to standard output."),
+    batch_size: int = typer.Option(64, "--batch-size", metavar="N",
+                                   help="Most texts the model runs at once (more: faster, more memory)."),
+    backend: str = typer.Option("auto", "--backend", metavar="NAME",
+                                help="Runtime: auto, onnx, executorch or torch (auto: the first the bundle and this "
+                                     "install can run)."),
     threads: Optional[int] = threads_option(),
     progress: bool = typer.Option(False, "--progress", help="Show a progress bar."),
 ) -> None:

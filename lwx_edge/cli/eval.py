@@ -2,17 +2,21 @@
 dialogue and everyday text, with reference systems and space diagnostics."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Callable, List, Optional, Sequence
 
 import typer
 
+from ._extras import require
 from ._options import threads_option
 
 REFERENCES = ("teacher", "tfidf", "random")
+# texts -> their vectors [n, d] (numpy; TF-IDF: scipy sparse rows)
+Embedder = Callable[[Sequence[str]], Any]
 
 
-def _tfidf(corpus: Path, pair_dirs: list[Path]):
+def _tfidf(corpus: Path, pair_dirs: list[Path]) -> Embedder:
     """TF-IDF fitted on the train splits the tasks draw from (DDTP documents, and each scored pair corpus)."""
     from ..evaluate import _docs, doc_text, tfidf_embedder, tsv_pairs
 
@@ -25,23 +29,29 @@ def _tfidf(corpus: Path, pair_dirs: list[Path]):
 
 
 def eval_(
-    bundles: List[Path] = typer.Argument(..., help="Model bundles ('default': the shipped model)."),
-    corpus: Path = typer.Option(Path("data/corpus/ddtp"), "--corpus", help="DDTP corpus dir ({split}.docs.jsonl)."),
-    split: str = typer.Option("test", "--split", help="dev | test."),
-    tasks: str = typer.Option("xsr,cls,dialogue,everyday,conversation", "--tasks",
-                              help="xsr (retrieval), cls (zero-shot classification), dialogue (retrieval on "
-                                   "Wesnoth dialogue), everyday (retrieval on the everyday corpus), conversation "
-                                   "(retrieval on conversational lines of games never trained on)."),
-    dialogue: Path = typer.Option(Path("data/corpus/dialogue"), "--dialogue",
-                                  help="Dialogue corpus dir ({split}.en-xx.tsv, from: lwx-edge data dialogue)."),
-    everyday: Path = typer.Option(Path("data/corpus/everyday"), "--everyday",
-                                  help="Everyday corpus dir ({split}.en-xx.tsv, from: lwx-edge data everyday)."),
-    conversation: Path = typer.Option(Path("data/corpus/conversation"), "--conversation",
-                                      help="Conversation corpus dir ({split}.en-xx.tsv, from: lwx-edge data "
+    bundles: List[Path] = typer.Argument(..., metavar="BUNDLE",
+                                         help="Model bundles to score ('default': the shipped model)."),
+    corpus: Path = typer.Option(Path("data/corpus/ddtp"), "--corpus", metavar="DIR",
+                                help="DDTP corpus directory ({split}.docs.jsonl, from: lwx-edge data ddtp)."),
+    split: str = typer.Option("test", "--split", metavar="dev|test", help="The split to score on."),
+    tasks: str = typer.Option("xsr,cls,dialogue,everyday,conversation", "--tasks", metavar="TASKS",
+                              help="Comma-separated: xsr (retrieval), cls (zero-shot classification), dialogue "
+                                   "(retrieval on Wesnoth dialogue), everyday (retrieval on the everyday corpus), "
+                                   "conversation (retrieval on conversational lines of games never trained on)."),
+    dialogue: Path = typer.Option(Path("data/corpus/dialogue"), "--dialogue", metavar="DIR",
+                                  help="Dialogue corpus directory ({split}.en-xx.tsv, from: lwx-edge data "
+                                       "dialogue)."),
+    everyday: Path = typer.Option(Path("data/corpus/everyday"), "--everyday", metavar="DIR",
+                                  help="Everyday corpus directory ({split}.en-xx.tsv, from: lwx-edge data "
+                                       "everyday)."),
+    conversation: Path = typer.Option(Path("data/corpus/conversation"), "--conversation", metavar="DIR",
+                                      help="Conversation corpus directory ({split}.en-xx.tsv, from: lwx-edge data "
                                            "conversation)."),
-    refs: str = typer.Option("teacher,tfidf,random", "--refs", help="Reference systems scored in the same run "
-                                                                     "(teacher, tfidf, random; '' for none)."),
-    out: Path = typer.Option(None, "--out", "-o", help="Write results JSON here (and a .md table beside it)."),
+    refs: str = typer.Option("teacher,tfidf,random", "--refs", metavar="SYSTEMS",
+                             help="Reference systems scored in the same run, comma-separated: teacher (the "
+                                  "[teacher] extra), tfidf, random; '' for none."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE",
+                                       help="Write the results as JSON here (and a .md table beside it)."),
     threads: Optional[int] = threads_option(),
 ) -> None:
     """Score bundles and reference systems on the same DDTP split; print a markdown table."""
@@ -59,6 +69,8 @@ def eval_(
     ref_list = [r for r in refs.split(",") if r]
     if set(ref_list) - set(REFERENCES):
         raise InputError(f"--refs takes {', '.join(REFERENCES)}, got {refs!r}")
+    if "teacher" in ref_list:  # before any model runs: the teacher is scored last
+        require("eval", "teacher", instead=", or score without the teacher: --refs tfidf,random")
     if not (corpus / f"{split}.docs.jsonl").is_file():
         raise InputError(f"{corpus}: no {split}.docs.jsonl (build it with: lwx-edge data ddtp)")
     pair_dirs = {t: d for t, d in (("dialogue", dialogue), ("everyday", everyday), ("conversation", conversation))
@@ -67,21 +79,24 @@ def eval_(
         if not any((d / f"{split}.en-{lang}.tsv").is_file() for lang in ("fr", "de", "es", "it")):
             raise InputError(f"{d}: no {split}.en-xx.tsv (build it with: lwx-edge data {task}, "
                              f"or leave {task} out of --tasks)")
-    systems = {}
+    systems: dict[str, Embedder] = {}
     for b in bundles:
         enc = Encoder.load(b, threads=threads)
         try:
             collapse.check(enc.embed, str(b))
         except collapse.CollapsedModelError as e:  # scored all the same: the table then shows it at chance
             typer.secho(f"WARNING: {e}", err=True, fg=typer.colors.RED, bold=True)
-        systems[f"lwx-edge {b}"] = (
-            lambda texts, enc=enc: enc.embed(list(texts), batch_size=64, truncation="ignore", progress=len(texts) > 2000))
+
+        def embed(texts: Sequence[str], enc: Encoder = enc) -> Any:
+            return enc.embed(list(texts), batch_size=64, truncation="ignore", progress=len(texts) > 2000)
+
+        systems[f"lwx-edge {b}"] = embed
     if "teacher" in ref_list:
         from ..data.teacher import USETeacher
 
         teacher = USETeacher(threads)
 
-        def use(texts, batch=256):
+        def use(texts: Sequence[str], batch: int = 256) -> Any:
             import numpy as np
 
             return np.concatenate([teacher.encode(list(texts[s:s + batch])) for s in range(0, len(texts), batch)])
@@ -91,7 +106,8 @@ def eval_(
         systems["TF-IDF"] = _tfidf(corpus, list(pair_dirs.values()))
     if "random" in ref_list:
         systems["random"] = random_embedder()
-    results = evaluate_ddtp(systems, corpus, split, task_list, pair_dirs=pair_dirs)  # progress: logging
+    dirs: dict[str, str | os.PathLike] = dict(pair_dirs)
+    results = evaluate_ddtp(systems, corpus, split, task_list, pair_dirs=dirs)  # progress: logging
     table = markdown_table(results, split)
     typer.echo(table)
     if out:

@@ -8,7 +8,8 @@ import typer
 
 
 def info(
-    bundle: Path = typer.Argument(Path("default"), help="Model bundle directory, or 'default' for the shipped model."),
+    bundle: Path = typer.Argument(Path("default"), metavar="BUNDLE",
+                                  help="Model bundle directory, or 'default' for the shipped model."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest (files, training, artefacts) as JSON."),
 ) -> None:
     """Print the model card of BUNDLE (markdown), built from its config, manifest and shipped evaluation."""

@@ -12,13 +12,18 @@ from ._options import threads_option
 
 
 def search(
-    bundle: Path = typer.Argument(..., help="Model bundle directory, or 'default' for the shipped model."),
-    queries: List[str] = typer.Argument(None, help="Query texts (or use --input)."),
-    corpus: Path = typer.Option(..., "--corpus", "-c", help="Text file to search, one entry per line."),
-    input: Optional[Path] = typer.Option(None, "--input", "-i", help="Queries from a file, one per line."),
-    top_k: int = typer.Option(5, "--top-k", "-k", help="Results per query."),
+    bundle: Path = typer.Argument(..., metavar="BUNDLE",
+                                  help="Model bundle directory, or 'default' for the shipped model."),
+    queries: List[str] = typer.Argument(None, metavar="QUERY", help="Query texts (or use --input)."),
+    corpus: Path = typer.Option(..., "--corpus", "-c", metavar="FILE",
+                                help="UTF-8 text file to search, one entry per line."),
+    input: Optional[Path] = typer.Option(None, "--input", "-i", metavar="FILE",
+                                         help="Queries from a UTF-8 text file, one per line ('-': standard input)."),
+    top_k: int = typer.Option(5, "--top-k", "-k", metavar="K", help="Results per query."),
     as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a readable list."),
-    backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
+    backend: str = typer.Option("auto", "--backend", metavar="NAME",
+                                help="Runtime: auto, onnx, executorch or torch (auto: the first the bundle and this "
+                                     "install can run)."),
     threads: Optional[int] = threads_option(),
 ) -> None:
     """For each query, the TOP_K most similar corpus lines (cosine, exact)."""

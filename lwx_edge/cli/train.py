@@ -7,36 +7,66 @@ from typing import List, Optional
 
 import typer
 
+from ._extras import require
 from ._options import threads_option
 
 
 def train(
-    corpus: List[Path] = typer.Option([], "--corpus", "-c", help="Parallel files *.en-xx.tsv[.gz], or directories of train.*.tsv (repeatable)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (checkpoint, metrics, bundle; default runs/lwx)."),
-    mono: List[Path] = typer.Option([], "--mono", help="Monolingual files train.{lang}.txt, or their directory (distillation)."),
-    dev_pairs: List[Path] = typer.Option([], "--dev-pairs", help="Parallel files, or directories of dev.*.tsv, for the dev loss."),
-    dev_docs: Optional[Path] = typer.Option(None, "--dev-docs", help="DDTP dev.docs.jsonl: retrieval P@1."),
-    dev_xsr: List[Path] = typer.Option([], "--dev-xsr", help="Parallel dev files, or directories of dev.*.tsv: "
-                                       "retrieval P@1, averaged with --dev-docs' to pick the best checkpoint."),
-    config: List[Path] = typer.Option([], "--config", help="JSON file of TrainConfig fields, e.g. recipes/default.json; "
-                                      "repeatable: later files overlay earlier ones, flags and --set apply last."),
-    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="Reuse this SentencePiece model."),
-    init_from: Optional[Path] = typer.Option(None, "--init-from", help="Start from this bundle's encoder and "
-                                             "tokenizer (a training bundle, or an exported int8 one such as the default)."),
-    vocab_size: Optional[int] = typer.Option(None, "--vocab-size", help="SentencePiece vocabulary (default 16000)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Global batch in pairs (default 128)."),
-    lr: Optional[float] = typer.Option(None, "--lr", help="Peak learning rate (default 1e-3)."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs (default 12)."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Stop after this many steps."),
-    max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop after this many seconds of training."),
-    teacher: Optional[str] = typer.Option(None, "--teacher", help="'use' (USE-multilingual v3) or 'none'."),
-    device: Optional[str] = typer.Option(None, "--device", help="auto | cpu | cuda."),
-    seed: Optional[int] = typer.Option(None, "--seed"),
-    set_: List[str] = typer.Option([], "--set", help="Override any config field: key=value, e.g. weights.sim=0."),
-    resume: bool = typer.Option(False, "--resume", help="Continue from OUT/checkpoint exactly."),
+    corpus: List[Path] = typer.Option([], "--corpus", "-c", metavar="FILE|DIR",
+                                      help="Parallel training pairs: *.en-xx.tsv[.gz] files, or directories of "
+                                           "train.*.tsv (repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR",
+                                       help="Run directory: checkpoints, metrics and the finished bundle (default "
+                                            "runs/lwx)."),
+    mono: List[Path] = typer.Option([], "--mono", metavar="FILE|DIR",
+                                    help="Monolingual text for distillation: train.{lang}.txt files, or their "
+                                         "directory (repeatable)."),
+    dev_pairs: List[Path] = typer.Option([], "--dev-pairs", metavar="FILE|DIR",
+                                         help="Parallel dev pairs for the dev loss: files, or directories of "
+                                              "dev.*.tsv (repeatable)."),
+    dev_docs: Optional[Path] = typer.Option(None, "--dev-docs", metavar="FILE",
+                                            help="DDTP dev.docs.jsonl: document retrieval precision@1 while "
+                                                 "training."),
+    dev_xsr: List[Path] = typer.Option([], "--dev-xsr", metavar="FILE|DIR",
+                                       help="Parallel dev files, or directories of dev.*.tsv: retrieval "
+                                            "precision@1, averaged with --dev-docs to pick the best checkpoint "
+                                            "(repeatable)."),
+    config: List[Path] = typer.Option([], "--config", metavar="FILE",
+                                      help="JSON file of training settings, e.g. recipes/default.json; repeatable: "
+                                           "later files overlay earlier ones, then the options and --set apply."),
+    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", metavar="FILE",
+                                             help="Use this SentencePiece model instead of training one."),
+    init_from: Optional[Path] = typer.Option(None, "--init-from", metavar="BUNDLE",
+                                             help="Start from this bundle's encoder and tokenizer: a training "
+                                                  "bundle, or an exported int8 one such as 'default'."),
+    vocab_size: Optional[int] = typer.Option(None, "--vocab-size", metavar="N",
+                                             help="Pieces of the SentencePiece model trained for the run (default "
+                                                  "16000)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", metavar="N",
+                                             help="Translation pairs per step, over all GPUs (default 128)."),
+    lr: Optional[float] = typer.Option(None, "--lr", metavar="RATE", help="Peak learning rate (default 1e-3)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", metavar="N",
+                                         help="Passes over the training pairs (default 12)."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", metavar="N", help="Stop after this many steps."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", metavar="SECONDS",
+                                             help="Stop after this many seconds of training."),
+    teacher: Optional[str] = typer.Option(None, "--teacher", metavar="use|none",
+                                          help="Distillation teacher: use (multilingual Universal Sentence Encoder "
+                                               "v3, from the [teacher] extra; the default) or none."),
+    device: Optional[str] = typer.Option(None, "--device", metavar="auto|cpu|cuda",
+                                         help="Where to train: auto (a GPU when there is one; the default), cpu or "
+                                              "cuda."),
+    seed: Optional[int] = typer.Option(None, "--seed", metavar="N",
+                                       help="Random seed of the data order and the initial weights (default 0)."),
+    set_: List[str] = typer.Option([], "--set", metavar="KEY=VALUE",
+                                   help="Override one training setting, e.g. weights.sim=0 (repeatable; applied "
+                                        "last)."),
+    resume: bool = typer.Option(False, "--resume",
+                                help="Continue the run in OUT from its last checkpoint, exactly where it stopped."),
     threads: Optional[int] = threads_option(),
 ) -> None:
-    """Train the encoder (all losses of the paper plus distillation) and write OUT/bundle."""
+    """Train an encoder on translation pairs (with distillation from a teacher) and write OUT/bundle."""
+    require("train", "train")  # before torch is imported or anything is read
     from ..errors import LwxError
     from ..train import TrainConfig
     from ..train import train as run
@@ -60,5 +90,7 @@ def train(
         if "=" not in item:
             raise LwxError(f"--set expects key=value, got {item!r}")
         cfg.set(*item.split("=", 1))
+    if cfg.teacher == "use" and (cfg.weights.kd or cfg.weights.mono or (cfg.init_from and cfg.tokenizer)):
+        require("train", "teacher", instead=", or train without it: --teacher none")
     result = run(cfg, resume=resume)
     typer.echo(json.dumps(result, indent=2))

@@ -7,33 +7,44 @@ from typing import Optional
 
 import typer
 
+from ._extras import require
 from ._options import threads_option
 
 
 def transfer(
-    bundle: Path = typer.Argument(..., help="Bundle to start from, or 'default' for the shipped model."),
-    tokenizer: Path = typer.Option(..., "--tokenizer", help="The new SentencePiece model (e.g. a larger "
-                                   "vocabulary from `lwx-edge data tokenizer --vocab-size N`)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Directory of the new training bundle (fp32 weights)."),
-    teacher: str = typer.Option("use", "--teacher", help="use: new pieces start from the teacher's vectors of "
-                                "them (mapped into the table); none: from the mean of their old pieces."),
-    table_bits: Optional[int] = typer.Option(None, "--table-bits", help="4: keep the token table on a 4-bit "
-                                             "grid, stored so in the artefacts (half the size); default: BUNDLE's."),
-    table_rank: Optional[int] = typer.Option(None, "--table-rank", help="r: store the token table as rows of width "
-                                             "r and one r -> d map (its best rank-r form, frequent pieces weighing "
-                                             "more): about d/r times the pieces in the same size; 0: full width; "
-                                             "default: BUNDLE's."),
-    counts_from: Optional[Path] = typer.Option(None, "--counts-from", help="With --table-rank: weigh pieces by "
-                                               "how often they occur in this corpus's tokenizer text (train "
-                                               "splits, e.g. data/corpus); default: by their BPE merge order."),
+    bundle: Path = typer.Argument(..., metavar="BUNDLE",
+                                  help="Bundle to start from, or 'default' for the shipped model."),
+    tokenizer: Path = typer.Option(..., "--tokenizer", metavar="FILE",
+                                   help="The new SentencePiece model (e.g. a larger vocabulary from `lwx-edge data "
+                                        "tokenizer --vocab-size N`)."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR",
+                             help="Directory of the new training bundle (fp32 weights)."),
+    teacher: str = typer.Option("use", "--teacher", metavar="use|none",
+                                help="use: new pieces start from the teacher's vectors of them (the [teacher] "
+                                     "extra); none: from the mean of the old pieces they are made of."),
+    table_bits: Optional[int] = typer.Option(None, "--table-bits", metavar="4|8",
+                                             help="4: keep the token table on a 4-bit grid, stored so in the "
+                                                  "exported models (half the size); default: BUNDLE's."),
+    table_rank: Optional[int] = typer.Option(None, "--table-rank", metavar="R",
+                                             help="Store the token table as rows of width R and one R -> d map (its "
+                                                  "best rank-R form, frequent pieces weighing more): about d/R times "
+                                                  "the pieces in the same size; 0: full width; default: BUNDLE's."),
+    counts_from: Optional[Path] = typer.Option(None, "--counts-from", metavar="DIR",
+                                               help="With --table-rank: weigh pieces by how often they occur in the "
+                                                    "train splits of this corpus root (e.g. data/corpus); default: "
+                                                    "by their BPE merge order."),
     threads: Optional[int] = threads_option(),
 ) -> None:
     """Write OUT: BUNDLE's encoder with its token table moved to TOKENIZER; pieces both know keep their row."""
     from ..errors import LwxError
-    from ..warmstart import transfer_bundle
 
     if teacher not in ("use", "none"):
         raise LwxError(f"unknown teacher {teacher!r} (use 'use' or 'none')")
+    require("transfer", "train")  # before torch is imported or anything is read
+    if teacher == "use":
+        require("transfer", "teacher", instead=", or start new pieces from their old ones: --teacher none")
+    from ..warmstart import transfer_bundle
+
     if table_bits not in (None, 4, 8):
         raise LwxError(f"--table-bits must be 4 or 8, got {table_bits}")
     model = None

@@ -64,5 +64,5 @@ class BackendSpec:
                 return False
         return True
 
-    def export_hint(self, bundle) -> str:
+    def export_hint(self, bundle: str | os.PathLike) -> str:
         return f"lwx-edge export {bundle} --int8 --format {self.format}"

@@ -23,6 +23,8 @@ import os
 import threading
 import warnings
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -31,6 +33,9 @@ from ..batching import CALL_OVERHEAD
 from ..bundle import shown
 from ..errors import BackendUnavailable, BundleError, InputError, LwxError
 from .base import BackendSpec
+
+if TYPE_CHECKING:
+    from ..bundle import Bundle
 
 
 def available() -> tuple[bool, str]:
@@ -238,7 +243,7 @@ class ExecuTorchBackend:
             if out is None:
                 out = np.empty((len(order), vecs.shape[1]), dtype=np.float32)
             out[rows] = vecs
-        return out
+        return cast(np.ndarray, out)  # set: order has rows (max_batch < len(order))
 
     def _execute(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         import torch
@@ -281,7 +286,7 @@ def _set_threads(threads: int | None) -> None:
     _pool_threads = size if size > 0 else int(threads or os.cpu_count() or 1)
 
 
-def _native_runtime():
+def _native_runtime() -> ModuleType:
     """ExecuTorch's native runtime module. Imported directly: ``executorch.runtime`` wraps the same module, but
     importing it (through ``portable_lib``) imports ExecuTorch's whole compiler (``executorch.exir``), which
     took 31 of the 41 s of a load here (tools/bench_load.py). ExecuTorch 1.2 (the one built for torch 2.11)
@@ -296,7 +301,8 @@ def _native_runtime():
         return importlib.import_module("executorch.extension.pybindings._portable_lib")
 
 
-def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> ExecuTorchBackend:
+def _open(path: str | os.PathLike, bundle: Bundle | None = None, *, threads: int | None = None,
+          max_batch: int | None = None, device: str = "cpu") -> ExecuTorchBackend:
     """Open ``path``; inside ``bundle``, only once its sha256 matches the manifest, whether or not the caller
     verified the bundle (``verify=False`` never reaches a native runtime with a damaged program; the hash
     ``Encoder.load`` just computed is reused), and with ``max_batch`` from the manifest checked."""

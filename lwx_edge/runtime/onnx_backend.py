@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..batching import CALL_OVERHEAD
 from ..errors import BackendUnavailable, BundleError, LwxError
 from .base import BackendSpec
+
+if TYPE_CHECKING:
+    from ..bundle import Bundle
 
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "sentence_embedding"
@@ -78,7 +82,8 @@ class OnnxBackend:
         return f"OnnxBackend({str(self.path)!r}, threads={self.threads})"
 
 
-def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> OnnxBackend:
+def _open(path: str | os.PathLike, bundle: Bundle | None = None, *, threads: int | None = None,
+          max_batch: int | None = None, device: str = "cpu") -> OnnxBackend:
     return OnnxBackend(path, threads=threads)
 
 

@@ -7,13 +7,19 @@ the backend allocate more than the weights file holds (``Bundle.load`` bounds th
 """
 from __future__ import annotations
 
+import os
 import threading
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from ..bundle import WEIGHTS
 from ..errors import BundleError
 from .base import BackendSpec
+
+if TYPE_CHECKING:
+    from ..bundle import Bundle
+    from ..model import SentenceEncoder
 
 
 class TorchBackend:
@@ -23,7 +29,7 @@ class TorchBackend:
     # splits a batch where padding would cost more than another call (lwx_edge.batching).
     call_overhead = 16.0
 
-    def __init__(self, encoder, device="cpu"):
+    def __init__(self, encoder: SentenceEncoder, device: str = "cpu"):
         import torch
 
         self.encoder = encoder
@@ -45,14 +51,14 @@ class TorchBackend:
         return out.float().cpu().numpy()
 
     @classmethod
-    def from_bundle(cls, bundle, device: str = "cpu") -> "TorchBackend":
+    def from_bundle(cls, bundle: Bundle, device: str = "cpu") -> "TorchBackend":
         from ..checkpoint import load_encoder
 
         check_weights(bundle)
         return cls(load_encoder(bundle, device=device), device=device)
 
 
-def check_weights(bundle) -> None:
+def check_weights(bundle: Bundle) -> None:
     """Refuse a bundle whose config.json and weights file disagree on a tensor's name or shape, reading only
     the weights file's header and building the model on the ``meta`` device (nothing is allocated)."""
     import torch
@@ -81,12 +87,13 @@ def check_weights(bundle) -> None:
                           f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {bad_shapes[:3]})")
 
 
-def _open(path, bundle=None, *, threads=None, max_batch=None, device="cpu") -> TorchBackend:
+def _open(path: str | os.PathLike, bundle: Bundle | None = None, *, threads: int | None = None,
+          max_batch: int | None = None, device: str = "cpu") -> TorchBackend:
     import torch
 
     if threads:
         torch.set_num_threads(threads)
-    return TorchBackend.from_bundle(bundle, device=device)
+    return TorchBackend.from_bundle(cast("Bundle", bundle), device=device)  # always inside a bundle
 
 
 BACKEND = BackendSpec(
