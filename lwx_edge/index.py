@@ -49,7 +49,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, cast, overload
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import numpy as np
@@ -57,6 +57,15 @@ import numpy as np
 from . import _ann
 from ._scan import Int8Scan
 from .errors import InputError, LwxError
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from numpy.typing import ArrayLike
+
+    from .encoder import Encoder
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["Index", "Hit", "IndexFileError", "quantize", "dequantize"]
 
@@ -81,7 +90,7 @@ class IndexFileError(LwxError):
 class Hit(NamedTuple):
     """One search result: the item's ``id``, cosine ``score``, stored ``text`` and ``metadata`` (or None)."""
 
-    id: Any
+    id: str | int
     score: float
     text: str | None
     metadata: dict | None
@@ -100,7 +109,7 @@ def dequantize(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return q.astype(np.float32) * np.asarray(scale, dtype=np.float32)[:, None]
 
 
-def _contract(encoder) -> dict:
+def _contract(encoder: Encoder) -> dict:
     """The text contract the vectors were made under: normalisation and length limit."""
     bundle = getattr(encoder, "bundle", None)
     cfg = bundle.config if bundle is not None else {}
@@ -109,7 +118,7 @@ def _contract(encoder) -> dict:
     return {"tokenizer": tok, "max_len": int(encoder.max_len)}
 
 
-def _id(i, what: str = "item_id", kinds: str = "a string or an integer"):
+def _id(i: object, what: str = "item_id", kinds: str = "a string or an integer") -> str | int:
     """One item id as SQLite stores it: a str, or an int (numpy integers too) of 64 bits."""
     if isinstance(i, np.integer):
         i = int(i)
@@ -122,13 +131,13 @@ def _id(i, what: str = "item_id", kinds: str = "a string or an integer"):
     return i
 
 
-def _ids(ids, what: str = "ids") -> list:
+def _ids(ids: object, what: str = "ids") -> list[str | int]:
     if isinstance(ids, (str, bytes, int, np.integer)):
         ids = [ids]
     return [_id(i, what, "strings or integers") for i in _seq(ids, what)]
 
 
-def _seq(x, what: str) -> list:
+def _seq(x: object, what: str) -> list:
     """``x`` as a list, or InputError naming ``what`` when it is not a sequence of items."""
     if isinstance(x, (dict, bytes)) or not isinstance(x, Iterable):
         raise InputError(f"{what} must be a list, got {type(x).__name__}")
@@ -142,12 +151,12 @@ def _utf8(text: str, what: str) -> None:
         raise InputError(f"{what} is not valid Unicode (a lone surrogate): {_short(text)}") from None
 
 
-def _short(x) -> str:
+def _short(x: object) -> str:
     r = repr(x)
     return r if len(r) <= 60 else r[:57] + "..."
 
 
-def _positive_int(x, what: str) -> int:
+def _positive_int(x: object, what: str) -> int:
     if isinstance(x, np.integer):
         x = int(x)
     if isinstance(x, bool) or not isinstance(x, int) or x < 1:
@@ -155,13 +164,13 @@ def _positive_int(x, what: str) -> int:
     return x
 
 
-def _tristate(x, what: str) -> bool | None:
+def _tristate(x: object, what: str) -> bool | None:
     if x is not None and not isinstance(x, bool):
         raise InputError(f"{what} must be True, False or None, got {_short(x)}")
     return x
 
 
-def _metadata_json(m, n: int) -> str | None:
+def _metadata_json(m: object, n: int) -> str | None:
     """The JSON text of one item's metadata, or InputError: JSON has no NaN or infinity (SQLite's JSON
     functions would refuse the row, and with it every ``where=`` search), and only plain values."""
     if m is None:
@@ -169,7 +178,7 @@ def _metadata_json(m, n: int) -> str | None:
     if not isinstance(m, dict):
         raise InputError(f"metadata {n} must be a dict or None, got {type(m).__name__}")
 
-    def plain(o):  # numpy scalars (from pandas, say) are stored as the Python values they hold
+    def plain(o: object) -> Any:  # numpy scalars (from pandas, say) are stored as the Python values they hold
         if isinstance(o, np.generic):
             return o.item()
         raise TypeError(f"a {type(o).__name__} value ({_short(o)})")
@@ -199,16 +208,16 @@ def _shown(items: list, n: int = 5) -> str:
     return ", ".join(repr(x) for x in items[:n]) + (f" (+{len(items) - n} more)" if len(items) > n else "")
 
 
-def _guarded(method):
+def _guarded(method: _F) -> _F:
     """Make a public method raise every ``sqlite3`` error as the index's :class:`IndexFileError` (or
     :class:`InputError` for a value SQLite cannot take), naming the file: see :meth:`Index._error`."""
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Index, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as e:
             raise self._error(e) from None
-    return wrapper
+    return cast("_F", wrapper)  # the same signature as method
 
 
 def _sqlite_error(path: Path, e: sqlite3.Error, detail: str = "") -> LwxError:
@@ -234,7 +243,7 @@ def _sqlite_error(path: Path, e: sqlite3.Error, detail: str = "") -> LwxError:
     return IndexFileError(f"{path}: {msg}")
 
 
-def _index_path(path, read_only: bool | None) -> tuple[Path, bool | None]:
+def _index_path(path: object, read_only: bool | None) -> tuple[Path, bool | None]:
     """(the file, read_only) of ``Index.open``'s ``path``: a path, or an SQLite URI ``file:PATH?mode=ro``
     (``mode=ro`` or ``immutable=1``: read-only)."""
     if isinstance(path, str) and path.startswith("file:"):
@@ -257,22 +266,24 @@ class Index:
     approximate graph for large indexes (the ``[ann]`` extra). Open or create one with :meth:`Index.open`;
     close it (or use ``with``) so the file alone holds everything."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, encoder, meta: dict, approximate: bool | None = None,
-                 read_only: str | None = None):
+    def __init__(self, path: Path, conn: sqlite3.Connection, encoder: Encoder | None, meta: dict,
+                 approximate: bool | None = None, read_only: str | None = None):
+        self._conn: sqlite3.Connection | None
+        self.encoder: Encoder | None
         self.path, self._conn, self.encoder, self.meta = path, conn, encoder, meta
         self.dim = int(meta["dim"])
         self.approximate = approximate
         self._read_only = read_only  # why the index cannot be written, or None
         self._checked = False  # quick_check has described a damaged file once
         self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # rowids, int8 [n, d], scales
-        self._version = None
-        self._cache_generation = None  # the meta table's generation the cache reflects
+        self._version: int | None = None
+        self._cache_generation: int | None = None  # the meta table's generation the cache reflects
         self._ann: _ann.Graph | None = None
         self._scan: Int8Scan | None = None  # follows the cache: appends extend it, anything else drops it
 
     # ------------------------------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, path: str | os.PathLike, encoder=None, *, create: bool = False,
+    def open(cls, path: str | os.PathLike, encoder: Encoder | None = None, *, create: bool = False,
              approximate: bool | None = None, read_only: bool | None = None) -> Index:
         """Open an index file; ``create=True`` makes a new one when ``path`` does not exist (needs
         ``encoder``). Refuses (``IndexFileError``) a file that is not an index, is damaged, or was built by
@@ -300,18 +311,25 @@ class Index:
             if read_only:
                 raise IndexFileError(f"{path}: no such index file, and a read-only index cannot be created")
             return cls._create(path, encoder, approximate)
+        # never open() the file here: closing any descriptor of it would drop the POSIX locks this process's
+        # SQLite connections hold, and another process would then delete their WAL (SQLite's "how to corrupt")
         try:
-            with open(path, "rb") as f:
-                head = f.read(16)
+            size = path.stat().st_size
         except OSError as e:
             raise IndexFileError(f"{path}: cannot read the index file ({e.strerror or e})") from None
-        if head != b"SQLite format 3\x00":
+        if size < 512:  # smaller than SQLite's smallest page
             raise IndexFileError(f"{path}: not an lwx-edge index (not an SQLite file)")
+        why: str | None
         if read_only is None and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
             why = "the file or its directory is not writable"
         else:
             why = "opened read-only" if read_only else None
-        conn, why = cls._connect(path, why)
+        try:
+            conn, why = cls._connect(path, why)
+        except IndexFileError as e:
+            if "not a database" in str(e):
+                raise IndexFileError(f"{path}: not an lwx-edge index (not an SQLite file)") from None
+            raise
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             cols = [r[1] for r in conn.execute("PRAGMA table_info(items)").fetchall()]
@@ -391,7 +409,7 @@ class Index:
                     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
                     return conn, read_only
                 except sqlite3.OperationalError as e:
-                    conn.close()
+                    conn.close()  # type: ignore[union-attr]  # None when read_only was given and connect raised
                     log.warning("%s: read-only, and its WAL (%s) cannot be read (%s): the commits it holds "
                                 "are not seen", path, wal.name, e)
             conn = connect(_sqlite_uri(path, "immutable=1"), True)
@@ -403,7 +421,7 @@ class Index:
             raise _sqlite_error(path, e) from None
 
     @classmethod
-    def _create(cls, path: Path, encoder, approximate: bool | None = None) -> Index:
+    def _create(cls, path: Path, encoder: Encoder, approximate: bool | None = None) -> Index:
         from .bundle import atomic_file
 
         dim = encoder.dim or len(encoder.embed("dimension probe"))
@@ -433,7 +451,7 @@ class Index:
             raise _sqlite_error(path, e) from None
         return cls.open(path, encoder, approximate=approximate)
 
-    def _check_encoder(self, encoder) -> None:
+    def _check_encoder(self, encoder: Encoder) -> None:
         recorded, ident = self.meta["encoder"], encoder.identity()
         # the same model: the weights it came from, or the very file the index was built with (older indexes
         # record the file); both bound to the bytes loaded (Encoder.identity)
@@ -469,10 +487,10 @@ class Index:
     def __enter__(self) -> Index:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             if self._conn is not None:
                 self._conn.close()
@@ -525,7 +543,7 @@ class Index:
         return int(self.conn.execute("SELECT count(*) FROM items").fetchone()[0])
 
     @_guarded
-    def __contains__(self, item_id) -> bool:
+    def __contains__(self, item_id: object) -> bool:
         try:
             item_id = _id(item_id)
         except InputError:
@@ -533,7 +551,7 @@ class Index:
         return self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is not None
 
     @_guarded
-    def get(self, item_id) -> dict | None:
+    def get(self, item_id: str | int | np.integer) -> dict[str, Any] | None:
         """``{"id", "text", "metadata"}`` of one item, or None."""
         row = self.conn.execute("SELECT rowid, id, text, metadata FROM items WHERE id = ?",
                                 (_id(item_id, "item_id"),)).fetchone()
@@ -543,7 +561,7 @@ class Index:
         return {"id": item, "text": text, "metadata": meta}
 
     @_guarded
-    def info(self) -> dict:
+    def info(self) -> dict[str, Any]:
         """What the file holds: count, dimension, storage, size, the encoder and text contract. Checks the file
         on the way (SQLite's ``quick_check`` and the stored rows' types and ranges: about 15 ms per 10,000
         items) and raises ``IndexFileError`` saying what is damaged."""
@@ -571,7 +589,8 @@ class Index:
                 "encoder": self.meta["encoder"], "text_contract": self.meta["text_contract"],
                 "read_only": self.read_only}
 
-    def _checked_row(self, rowid: int, item_id, text, metadata) -> tuple:
+    def _checked_row(self, rowid: int, item_id: object, text: object,
+                     metadata: Any) -> tuple[str | int, str | None, dict | None]:
         """(id, text, metadata) of a stored row, or IndexFileError where the file holds what the format does
         not (a hand-edited or damaged row)."""
         if isinstance(item_id, bool) or not isinstance(item_id, (str, int)):
@@ -584,24 +603,26 @@ class Index:
 
     # ------------------------------------------------------------------------------------------ writing
     @_guarded
-    def add(self, ids, texts: Sequence[str], metadata: Sequence[dict | None] | None = None, *,
-            store_text: bool = True, batch_size: int = _DEFAULT_BATCH, progress: bool | None = None) -> int:
+    def add(self, ids: str | int | np.integer | Iterable[str | int | np.integer], texts: Sequence[str] | str,
+            metadata: Sequence[dict | None] | None = None, *, store_text: bool = True,
+            batch_size: int = _DEFAULT_BATCH, progress: bool | None = None) -> int:
         """Embed and insert new items, ``batch_size`` per transaction. Refuses (before any change) ids that
         are repeated or already in the index; use :meth:`upsert` to replace. Returns the number added."""
         return self._write(ids, texts, metadata, replace=False, store_text=store_text, batch_size=batch_size,
                            progress=progress)
 
     @_guarded
-    def upsert(self, ids, texts: Sequence[str], metadata: Sequence[dict | None] | None = None, *,
-               store_text: bool = True, batch_size: int = _DEFAULT_BATCH, progress: bool | None = None) -> int:
+    def upsert(self, ids: str | int | np.integer | Iterable[str | int | np.integer], texts: Sequence[str] | str,
+               metadata: Sequence[dict | None] | None = None, *, store_text: bool = True,
+               batch_size: int = _DEFAULT_BATCH, progress: bool | None = None) -> int:
         """Insert new items and replace existing ones with the same id (text, metadata and vector)."""
         return self._write(ids, texts, metadata, replace=True, store_text=store_text, batch_size=batch_size,
                            progress=progress)
 
     @_guarded
-    def add_vectors(self, ids, vectors: np.ndarray, texts: Sequence[str] | None = None,
-                    metadata: Sequence[dict | None] | None = None, *, replace: bool = False,
-                    batch_size: int = 10_000) -> int:
+    def add_vectors(self, ids: str | int | np.integer | Iterable[str | int | np.integer], vectors: ArrayLike,
+                    texts: Sequence[str] | None = None, metadata: Sequence[dict | None] | None = None, *,
+                    replace: bool = False, batch_size: int = 10_000) -> int:
         """Insert items whose vectors are already computed (by this encoder: ``[n, dim]``, unit length).
         ``replace=True`` upserts. Same checks and transactions as :meth:`add`."""
         v = _float_rows(vectors, "vectors")
@@ -611,7 +632,7 @@ class Index:
                            batch_size=batch_size, progress=False, vectors=v)
 
     @_guarded
-    def delete(self, ids) -> int:
+    def delete(self, ids: str | int | np.integer | Iterable[str | int | np.integer]) -> int:
         """Remove items by id, in one transaction; refuses (removing nothing) if any id is unknown."""
         ids = _ids(ids)
         self._writable()
@@ -626,7 +647,10 @@ class Index:
         self._drop_cached(rows, generation)
         return len(rows)
 
-    def _write(self, ids, texts, metadata, *, replace, store_text, batch_size, progress, vectors=None) -> int:
+    def _write(self, ids: str | int | np.integer | Iterable[str | int | np.integer],
+               texts: Sequence[str | None] | str | None,
+               metadata: Sequence[dict | None] | None, *, replace: bool, store_text: bool, batch_size: int,
+               progress: bool | None, vectors: np.ndarray | None = None) -> int:
         self._writable()
         if self.encoder is None and vectors is None:
             raise InputError(f"{self.path}: opened without an encoder; Index.open(path, encoder) to add items")
@@ -657,7 +681,8 @@ class Index:
                 raise InputError(f"{self.path}: ids already in the index: {_shown(existing)}; nothing was "
                                  "added (use upsert to replace them)")
         if vectors is None and texts:
-            self.encoder.tokenizer.check(texts)  # every text checked before anything is written
+            # every text checked before anything is written (an encoder: checked above)
+            cast("Encoder", self.encoder).tokenizer.check(cast("list[str]", texts))
         self._graph_for_writes()
         starts = range(0, len(ids), batch_size)
         if progress or (progress is None and len(ids) > 5 * batch_size):
@@ -666,7 +691,8 @@ class Index:
             starts = tqdm(starts, desc=f"index {self.path.name}", unit="batch")
         for s in starts:
             sl = slice(s, s + batch_size)
-            v = vectors[sl] if vectors is not None else self.encoder.embed(texts[sl], truncation="ignore")
+            v = vectors[sl] if vectors is not None else cast("Encoder", self.encoder).embed(
+                cast("list[str]", texts[sl]), truncation="ignore")
             q, scale = quantize(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12))
             rows = [(i, t if store_text else None, m, v.tobytes(), float(c))
                     for i, t, m, v, c in zip(ids[sl], texts[sl], blobs[sl], q, scale)]
@@ -750,7 +776,7 @@ class Index:
             self._scan = None
         return self._cache
 
-    def _append_cached(self, rowids, q, scale, generation: int) -> None:
+    def _append_cached(self, rowids: np.ndarray, q: np.ndarray, scale: np.ndarray, generation: int) -> None:
         if self._cache is not None:
             r, v, s = self._cache
             self._cache = (np.concatenate([r, rowids]), np.concatenate([v, q]), np.concatenate([s, scale]))
@@ -758,7 +784,7 @@ class Index:
                 self._scan.extend(q, scale)
         self._graph_follows(generation, add=(rowids, q))
 
-    def _drop_cached(self, rowids, generation: int) -> None:
+    def _drop_cached(self, rowids: Sequence[int] | np.ndarray, generation: int) -> None:
         if self._cache is not None and len(rowids):
             r, v, s = self._cache
             keep = ~np.isin(r, np.asarray(rowids, dtype=np.int64))
@@ -767,7 +793,8 @@ class Index:
         self._graph_follows(generation, remove=rowids)
 
     # ------------------------------------------------------------------------------------------ the graph
-    def _graph_follows(self, generation: int, add=None, remove=()) -> None:
+    def _graph_follows(self, generation: int, add: tuple[np.ndarray, np.ndarray] | None = None,
+                       remove: Sequence[int] | np.ndarray = ()) -> None:
         """After one committed write: the cache and a graph that reflected the generation before it follow
         it; a graph that did not (another process wrote in between) is dropped, to be rebuilt."""
         if self._cache is not None and self._cache_generation in (generation - 1, generation):
@@ -792,17 +819,18 @@ class Index:
                 and _ann.available()):
             rowids = self._vectors()[0]
             self._ann = _ann.Graph.load(_ann.sidecar_path(self.path),
-                                        _ann.Graph.header(rowids, self.dim, self._cache_generation), rowids)
+                                        _ann.Graph.header(rowids, self.dim, cast(int, self._cache_generation)),
+                                        rowids)
 
     def _graph(self) -> _ann.Graph:
         """The graph of the cached vectors: the one in memory, the sidecar's, or a new one (then saved)."""
         rowids, q, _ = self._vectors()
         if self._ann is not None and self._ann.generation == self._cache_generation:
             return self._ann
-        head = _ann.Graph.header(rowids, self.dim, self._cache_generation)
+        head = _ann.Graph.header(rowids, self.dim, cast(int, self._cache_generation))  # set by _vectors()
         self._ann = _ann.Graph.load(_ann.sidecar_path(self.path), head, rowids)
         if self._ann is None:
-            self._ann = _ann.Graph.build(rowids, q, self._cache_generation)
+            self._ann = _ann.Graph.build(rowids, q, cast(int, self._cache_generation))
             self._save_graph()
         return self._ann
 
@@ -813,8 +841,21 @@ class Index:
             g.save(_ann.sidecar_path(self.path), _ann.Graph.header(self._cache[0], self.dim, g.generation))
 
     # ------------------------------------------------------------------------------------------ search
+    @overload
+    def search(self, query: str, top_k: int = ..., where: dict | None = ...,  # type: ignore[overload-overlap]
+               *, approximate: bool | None = ...) -> list[Hit]: ...
+
+    @overload
+    def search(self, query: Sequence[str], top_k: int = ..., where: dict | None = ..., *,
+               approximate: bool | None = ...) -> list[list[Hit]]: ...
+
+    @overload
+    def search(self, query: np.ndarray | Sequence[float] | Sequence[Sequence[float]], top_k: int = ...,
+               where: dict | None = ..., *, approximate: bool | None = ...) -> list[Hit] | list[list[Hit]]: ...
+
     @_guarded
-    def search(self, query, top_k: int = 10, where: dict | None = None, *,
+    def search(self, query: str | Sequence[str] | np.ndarray | Sequence[float] | Sequence[Sequence[float]],
+               top_k: int = 10, where: dict | None = None, *,
                approximate: bool | None = None) -> list[Hit] | list[list[Hit]]:
         """The ``top_k`` items nearest to ``query`` (a text, or a unit vector), best first; a list of
         queries gives a list of lists. ``where={"key": value, ...}`` keeps items whose metadata has those
@@ -834,7 +875,7 @@ class Index:
             rowids, q, scale = rowids[keep], q[keep], scale[keep]
         k = min(top_k, len(rowids))
         if k == 0:
-            return [] if single else [[] for _ in range(len(qv))]
+            return cast("list[Hit] | list[list[Hit]]", [] if single else [[] for _ in range(len(qv))])
         graph = not where and k < len(rowids) and (
             mode is True or (mode is None and len(rowids) >= APPROX_MIN_ITEMS and _ann.available()))
         if graph:
@@ -847,11 +888,12 @@ class Index:
             lost = [int(r) for r in wanted if int(r) not in rows]
             raise IndexFileError(f"{self.path}: items of rowid {_shown(lost)} cannot be read back; the file is "
                                  "damaged (restore it from a copy or rebuild it)")
-        out = [[Hit(*rows[int(rowids[i])][:1], float(sc), *rows[int(rowids[i])][1:])
+        out = [[Hit(*rows[int(rowids[i])][:1], float(sc), *rows[int(rowids[i])][1:])  # type: ignore[arg-type]
                 for i, sc in zip(ii, ss)] for ii, ss in zip(best_i, best_s)]
         return out[0] if single else out
 
-    def _search_exact(self, qv, k, q, scale, keep=None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _search_exact(self, qv: np.ndarray, k: int, q: np.ndarray, scale: np.ndarray,
+                      keep: np.ndarray | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Row positions and scores of the ``k`` best rows per query, by scoring every row (``q``, ``scale``:
         the cached rows, or those ``keep`` selects from them). From ``SCAN_MIN_ITEMS`` items on an integer
         first pass picks the rows that can make the top k and only those are scored in float32: the same
@@ -872,7 +914,8 @@ class Index:
                 best_s.append(row[best_i[-1]])
         return best_i, best_s
 
-    def _rescored(self, qv, k, candidates, q, scale) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _rescored(self, qv: np.ndarray, k: int, candidates: Sequence[np.ndarray], q: np.ndarray,
+                  scale: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """The ``k`` best of each query's candidate positions (ascending) by float score, as
         :meth:`_search_exact` orders them (among equal scores the lower row first)."""
         best_s, best_i = [], []
@@ -891,7 +934,8 @@ class Index:
             self._scan = Int8Scan(q, scale)
         return self._scan
 
-    def _search_graph(self, qv, k, rowids, q, scale) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _search_graph(self, qv: np.ndarray, k: int, rowids: np.ndarray, q: np.ndarray,
+                      scale: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Like :meth:`_search_exact` over the graph's candidates only, rescored exactly (a query whose
         candidates are fewer than ``k`` live rows is searched exactly)."""
         candidates = self._graph().candidates(quantize(qv)[0], 2 * k + _APPROX_EXTRA)
@@ -922,8 +966,9 @@ class Index:
         out *= scale
         return out
 
-    def _query_vectors(self, query) -> tuple[np.ndarray, bool]:
+    def _query_vectors(self, query: Any) -> tuple[np.ndarray, bool]:
         """(unit query rows, whether ``query`` was one query): texts are embedded, vectors normalised."""
+        texts: list | None
         if isinstance(query, str):
             texts, single = [query], True
         elif isinstance(query, np.ndarray):
@@ -934,7 +979,8 @@ class Index:
         else:
             texts, single = list(query), False
             if texts and not all(isinstance(t, str) for t in texts):
-                query, texts, single = texts, None, not any(isinstance(t, (str, Iterable)) for t in texts)
+                query, texts, single = texts, None, not any(isinstance(t, (str, Iterable))
+                                                            for t in texts)  # type: ignore[attr-defined]
         if texts is None:
             v = _float_rows(query, "query vectors")
             if v.ndim not in (1, 2) or v.shape[-1] != self.dim:
@@ -980,7 +1026,7 @@ class Index:
         sql = "SELECT rowid FROM items WHERE " + " AND ".join(clauses)
         return np.array([r for (r,) in self.conn.execute(sql, args).fetchall()], dtype=np.int64)
 
-    def _rows(self, rowids: np.ndarray) -> dict[int, tuple]:
+    def _rows(self, rowids: np.ndarray) -> dict[int, tuple[str | int, str | None, dict | None]]:
         out = {}
         ids = [int(r) for r in rowids]
         for s in range(0, len(ids), 500):
@@ -1008,7 +1054,7 @@ def _load_meta(blob: str | None) -> dict | None:
     return out if isinstance(out, dict) else None
 
 
-def _float_rows(x, what: str) -> np.ndarray:
+def _float_rows(x: Any, what: str) -> np.ndarray:
     """``x`` as a float32 array of finite real numbers, or InputError naming ``what``."""
     if x is None or isinstance(x, (str, bytes, dict)):
         raise InputError(f"{what} must be an array of numbers, got {type(x).__name__}")

@@ -237,3 +237,30 @@ def test_a_creator_that_loses_the_race_opens_the_index_the_winner_made(enc, tmp_
     with Index.open(path, enc) as index:
         assert sorted(h.id for h in index.search("note", top_k=5)) == ["l1", "w1"]
         assert index.info()["items"] == 2
+
+
+def test_opening_an_index_keeps_the_locks_other_connections_of_the_process_hold(enc, tmp_path):
+    """Index.open must never open() and close() the file itself: closing any descriptor of a file drops every
+    POSIX lock the process holds on it, so another process's connection then believed it was the last one,
+    checkpointed and deleted the WAL under this process's open connections ('disk I/O error', then a damaged
+    index: found by tools/soak.py)."""
+    import subprocess
+    import sys
+
+    from lwx_edge import Index
+
+    path = tmp_path / "locks.lwxindex"
+    with Index.open(path, enc, create=True) as index:
+        index.add(["a"], ["a note"])
+    holder = Index.open(path, enc)  # an open WAL connection: holds a shared lock on the file
+    holder.search("note", top_k=1)
+    try:
+        Index.open(path, enc).close()  # another open in this process, then a short-lived reader elsewhere
+        code = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                "c.execute('select count(*) from items').fetchone(); c.close()")
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
+        wal = path.with_name(path.name + "-wal")
+        assert wal.exists(), "another process deleted the WAL of a connection this process holds open"
+        assert holder.search("note", top_k=1)[0].id == "a"
+    finally:
+        holder.close()
