@@ -3,8 +3,13 @@
 Light imports only: ``import lwx_edge`` never imports torch.
 """
 import logging
+from typing import TYPE_CHECKING
 
 from ._version import __version__
+
+if TYPE_CHECKING:  # type checkers see the real classes; at run time they are imported on first use
+    from .encoder import EmptyTextWarning, Encoder, TruncationWarning
+    from .index import Index
 
 # Library code logs through the standard logging module; nothing is shown unless the application configures
 # logging (the command line does: lwx_edge._logging.configure_cli_logging).

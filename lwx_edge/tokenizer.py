@@ -215,10 +215,12 @@ class Tokenizer:
 
     # Picklable (DataLoader workers with spawn): ship the model bytes, rebuild the processor.
     def __getstate__(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "max_len": self.max_len, "lower": self.lower, "bytes": self._bytes}
+        return {"model_path": self.model_path, "max_len": self.max_len, "lower": self.lower, "bytes": self._bytes,
+                "threads": self.threads}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.model_path, self.max_len, self.lower = state["model_path"], state["max_len"], state["lower"]
+        self.threads = state.get("threads")
         self._load(state["bytes"])
 
     def __copy__(self) -> "Tokenizer":

@@ -246,8 +246,8 @@ def test_pickle_reopens_a_bundle_by_path_and_refuses_another_one(tmp_path):
         fn(args, {**state, "sha256": "0" * 64})
     other = Encoder.load(d, threads=1)
     shutil.rmtree(d)
-    with pytest.raises(BundleError, match="no such bundle|does not exist|not found"):
-        pickle.loads(pickle.dumps(other))
+    with pytest.raises(BundleError, match="no such bundle|does not exist|not found|cannot be read"):
+        pickle.loads(pickle.dumps(other))  # pickling hashes the model file: the deleted bundle is named
 
 
 def test_an_encoder_not_made_by_load_says_why_it_cannot_be_pickled(model):

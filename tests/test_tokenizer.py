@@ -383,3 +383,15 @@ def test_an_encoder_passes_its_threads_to_the_tokenizer(tiny_bundle):
 
     assert Encoder.load(tiny_bundle, threads=1, backend="torch").tokenizer.threads == 1
     assert Encoder.load(tiny_bundle, backend="torch").tokenizer.threads is None
+
+
+def test_a_pickled_tokenizer_keeps_its_threads_and_encodes_a_long_list(tmp_path):
+    import pickle
+
+    from lwx_edge.encoder import Encoder
+
+    tok = Encoder.load(threads=1).tokenizer
+    back = pickle.loads(pickle.dumps(tok))
+    assert back.threads == tok.threads == 1
+    texts = [f"text number {i}" for i in range(40)]  # more than the one-by-one path takes
+    assert back.encode(texts).ids == tok.encode(texts).ids
