@@ -311,25 +311,12 @@ class Index:
             if read_only:
                 raise IndexFileError(f"{path}: no such index file, and a read-only index cannot be created")
             return cls._create(path, encoder, approximate)
-        # never open() the file here: closing any descriptor of it would drop the POSIX locks this process's
-        # SQLite connections hold, and another process would then delete their WAL (SQLite's "how to corrupt")
-        try:
-            size = path.stat().st_size
-        except OSError as e:
-            raise IndexFileError(f"{path}: cannot read the index file ({e.strerror or e})") from None
-        if size < 512:  # smaller than SQLite's smallest page
-            raise IndexFileError(f"{path}: not an lwx-edge index (not an SQLite file)")
         why: str | None
         if read_only is None and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
             why = "the file or its directory is not writable"
         else:
             why = "opened read-only" if read_only else None
-        try:
-            conn, why = cls._connect(path, why)
-        except IndexFileError as e:
-            if "not a database" in str(e):
-                raise IndexFileError(f"{path}: not an lwx-edge index (not an SQLite file)") from None
-            raise
+        conn, why = cls._connect_existing(path, why)
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             cols = [r[1] for r in conn.execute("PRAGMA table_info(items)").fetchall()]
@@ -378,6 +365,25 @@ class Index:
         if meta.get("storage", "int8") != "int8":
             return f"storage is {_short(meta.get('storage'))}, this lwx-edge reads int8"
         return None
+
+    @classmethod
+    def _connect_existing(cls, path: Path, read_only: str | None) -> tuple[sqlite3.Connection, str | None]:
+        """:meth:`_connect` to an existing file, which must be an SQLite file. The file is never open()ed here:
+        closing any descriptor of it would drop the POSIX locks this process's SQLite connections hold, and
+        another process would then delete their WAL (SQLite's "how to corrupt a database", 2.2)."""
+        try:
+            size = path.stat().st_size
+        except OSError as e:
+            raise IndexFileError(f"{path}: cannot read the index file ({e.strerror or e})") from None
+        not_sqlite = IndexFileError(f"{path}: not an lwx-edge index (not an SQLite file)")
+        if size < 512:  # smaller than SQLite's smallest page
+            raise not_sqlite
+        try:
+            return cls._connect(path, read_only)
+        except IndexFileError as e:
+            if "not a database" in str(e):
+                raise not_sqlite from None
+            raise
 
     @classmethod
     def _connect(cls, path: Path, read_only: str | None) -> tuple[sqlite3.Connection, str | None]:
