@@ -36,7 +36,9 @@ def save_bundle(encoder: SentenceEncoder, tokenizer_path: str | os.PathLike, out
 
 
 def load_encoder(bundle: B.Bundle, device: str = "cpu") -> SentenceEncoder:
-    """Build the encoder of a verified bundle and load its weights; refuses mismatched weights."""
+    """Build the encoder of a verified bundle and load its weights; refuses mismatched weights (checked from the
+    weights file's header before anything is allocated: :func:`check_weights`)."""
+    check_weights(bundle)
     try:
         config = ModelConfig.from_dict(bundle.config["model"])
     except (TypeError, ValueError) as e:
@@ -56,6 +58,32 @@ def load_encoder(bundle: B.Bundle, device: str = "cpu") -> SentenceEncoder:
                           f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {bad_shapes[:3]})")
     encoder.load_state_dict(state)
     return encoder.to(device).eval()
+
+
+def check_weights(bundle: B.Bundle) -> None:
+    """Refuse a bundle whose config.json and weights file disagree on a tensor's name or shape, reading only
+    the weights file's header and building the model on the ``meta`` device (nothing is allocated)."""
+    from safetensors import safe_open
+
+    try:
+        config = ModelConfig.from_dict(bundle.config["model"])
+    except (TypeError, ValueError) as e:
+        raise BundleError(f"{bundle.path}: config.json has an invalid model section ({e})") from None
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in SentenceEncoder(config).state_dict().items()}
+    path = bundle.file(B.WEIGHTS)
+    try:
+        with safe_open(str(path), framework="pt") as f:  # the header alone
+            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+    except Exception as e:  # safetensors raises several types for corrupt headers
+        first = " ".join(str(e).split())[:300] or type(e).__name__
+        raise BundleError(f"{path}: weights cannot be read ({first})") from None
+    missing = [k for k in expected if k not in shapes]
+    unexpected = [k for k in shapes if k not in expected]
+    bad_shapes = [k for k, v in expected.items() if k in shapes and shapes[k] != v]
+    if missing or unexpected or bad_shapes:
+        raise BundleError(f"{path}: weights do not match config.json "
+                          f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {bad_shapes[:3]})")
 
 
 # ---- training checkpoints -------------------------------------------------------------------------

@@ -114,8 +114,7 @@ def _commands(cmd=None, path=()):
 COMMANDS = [path for path, _ in _commands()]
 # lwx_edge/cli/fit.py belongs to another change in flight: its --kind help cites "[C] §4.2" and
 # benchmarks/compare_heads.md, and --seed has no help. Remove this mark when it is fixed (strict: an XPASS fails).
-_FIT = pytest.mark.xfail(strict=True, reason="cli/fit.py: --kind cites '[C] §4.2', --seed has no help")
-CASES = [pytest.param(p, marks=_FIT) if p == ("fit",) else p for p in COMMANDS]
+CASES = list(COMMANDS)
 
 INTERNAL = [
     (r"<bool>|\bBOOLEAN\b", "a type label on a flag"),

@@ -10,42 +10,16 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import InputError
+from ..textfiles import read_lines as read_file_lines
 
 _TEXT_N = re.compile(r"^text (\d+) (?:is |has )?")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def _decode(data: bytes, name: str) -> str:
-    """UTF-8 (a leading byte-order mark dropped), or an InputError naming the line of the first bad byte."""
-    skip = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    try:
-        return data[skip:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        start = skip + e.start
-        line = data[:start].count(b"\n") + 1
-        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        raise InputError(f"{name} line {line}: not valid UTF-8 (byte 0x{data[start]:02x}, byte {column} of the "
-                         "line); save the file as UTF-8") from None
 
 
 def read_located(path: Path) -> list[tuple[str, str]]:
     """(where, text) for each non-blank line of a UTF-8 text file ('-' reads standard input); ``where`` is
-    "FILE line N", N counting every line from 1 (blank ones included)."""
-    import sys
-
+    "FILE line N", N counting every line from 1 (blank ones included). Read by :mod:`lwx_edge.textfiles`."""
     name = "stdin" if str(path) == "-" else str(path)
-    try:
-        if str(path) == "-":
-            stream = getattr(sys.stdin, "buffer", None)
-            text = _decode(stream.read(), name) if stream is not None else sys.stdin.read()
-        else:
-            text = _decode(path.read_bytes(), name)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the input file ({e.strerror or e})") from None
-    lines = _LINE_BREAK.split(text)  # what an editor counts as lines: \n, \r\n or \r ends one
-    return [(f"{name} line {n}", line.strip()) for n, line in enumerate(lines, 1) if line.strip()]
+    return [(f"{name} line {n}", line) for n, line in read_file_lines(path)]
 
 
 def read_lines(path: Path) -> list[str]:

@@ -1,15 +1,17 @@
 """``lwx-edge index``: a persistent vector index file (add, search, info, delete)."""
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
 from ._options import threads_option
+
+if TYPE_CHECKING:
+    from ..index import Index
 
 app = typer.Typer(help="A persistent vector index (one SQLite file): embed once, search many times.",
                   no_args_is_help=True)
@@ -17,49 +19,17 @@ app = typer.Typer(help="A persistent vector index (one SQLite file): embed once,
 MODEL_HELP = "Model bundle directory, or 'default' for the shipped model (must be the one that built the index)."
 
 
-def read_items(path: Path, id_col: str, text_col: str) -> tuple[list, list[str], list[dict | None]]:
+def read_items(path: Path, id_col: str, text_col: str) -> tuple[list[str | int], list[str], list[dict[str, Any] | None]]:
     """(ids, texts, metadata) from .txt (a text per line, id = line number), .csv/.tsv (header row; other
-    columns become metadata) or .jsonl (objects; other keys become metadata)."""
-    from ..errors import InputError
+    columns become metadata) or .jsonl (objects; other keys become metadata), read strictly by
+    :func:`lwx_edge.textfiles.read_items` (an error names the file and line)."""
+    from ..textfiles import read_items as read_items_file
 
-    suffix = path.suffix.lower()
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            if suffix in (".csv", ".tsv"):
-                reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",")
-                rows = list(reader)
-                cols = reader.fieldnames or []
-                for c in (id_col, text_col):
-                    if c not in cols:
-                        raise InputError(f"{path}: no column {c!r} (columns: {', '.join(cols)}); "
-                                         "set --id-col / --text-col")
-            elif suffix == ".jsonl":
-                rows = []
-                for n, line in enumerate(f, 1):
-                    if line.strip():
-                        try:
-                            obj = json.loads(line)
-                        except ValueError:
-                            raise InputError(f"{path}:{n}: not a JSON object") from None
-                        if not isinstance(obj, dict) or id_col not in obj or text_col not in obj:
-                            raise InputError(f"{path}:{n}: expected an object with {id_col!r} and {text_col!r}")
-                        rows.append(obj)
-            else:
-                lines = [line.strip() for line in f.read().splitlines()]
-                rows = [{id_col: n, text_col: t} for n, t in enumerate(lines, 1) if t]
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read the items file ({e})") from None
-    if not rows:
-        raise InputError(f"{path}: no items")
-    ids = [r[id_col] for r in rows]
-    texts = [r[text_col] for r in rows]
-    meta = [{k: v for k, v in r.items() if k not in (id_col, text_col)} or None for r in rows]
-    return ids, texts, meta
+    items = read_items_file(path, id_col, text_col)
+    return items.ids, items.texts, items.metadata
 
 
-def _open(index: Path, model: str, threads: Optional[int], create: bool = False, backend: str = "auto"):
+def _open(index: Path, model: str, threads: Optional[int], create: bool = False, backend: str = "auto") -> Index:
     from ..encoder import Encoder
     from ..index import Index
 

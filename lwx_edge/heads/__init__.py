@@ -10,18 +10,26 @@
     head = load_head("bundle/heads/topic", encoder=enc)  # refused for another encoder
 
 ``head.evaluate(texts, labels)`` gives accuracy, macro-F1 and the confusion matrix, e.g. on another
-language's labelled data (the MLDoc zero-shot protocol); ``format_confusion(report)`` prints it.
+language's labelled data (the MLDoc zero-shot protocol); ``format_confusion(report)`` prints it. On embeddings
+(no encoder) the heads are scikit-learn classifiers that pass ``check_estimator`` (but for the checks listed in
+``EXPECTED_FAILED_CHECKS``) and work in ``cross_val_score``, pipelines and grid searches.
 """
 from __future__ import annotations
 
-from .base import BaseHead, HeadError, format_confusion
-from .io import load_head, read_head_meta, save_head
+from typing import TYPE_CHECKING, Any
+
+from .base import BaseHead, format_confusion, load_head, save_head
+from .io import HeadError, NotFittedHeadError, read_head_meta
 from .labelled import LabelledFile, read_labelled
 from .logistic import LogisticHead
 from .mlp import MLPHead
 
-__all__ = ["BaseHead", "LogisticHead", "MLPHead", "HeadError", "load_head", "save_head", "read_head_meta",
-           "format_confusion", "make_head", "HEAD_KINDS", "DEFAULT_HEAD_KIND", "read_labelled", "LabelledFile"]
+if TYPE_CHECKING:
+    from ..encoder import Encoder
+
+__all__ = ["BaseHead", "LogisticHead", "MLPHead", "HeadError", "NotFittedHeadError", "load_head", "save_head",
+           "read_head_meta", "format_confusion", "make_head", "HEAD_KINDS", "DEFAULT_HEAD_KIND", "read_labelled",
+           "LabelledFile"]
 
 HEAD_KINDS = ("logistic", "mlp")
 # The head that wins on small data (a few dozen examples per class), in-language and zero-shot cross-lingual:
@@ -29,7 +37,7 @@ HEAD_KINDS = ("logistic", "mlp")
 DEFAULT_HEAD_KIND = "logistic"
 
 
-def make_head(kind: str = DEFAULT_HEAD_KIND, encoder=None, **params) -> BaseHead:
+def make_head(kind: str = DEFAULT_HEAD_KIND, encoder: Encoder | None = None, **params: Any) -> BaseHead:
     """A new, unfitted head of ``kind`` ("logistic", the default, or "mlp"). On small data (4 to 32 examples
     per class) the logistic head scored higher than the MLP in English and zero-shot in other languages
     (``benchmarks/compare_heads.md``)."""

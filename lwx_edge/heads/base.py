@@ -5,18 +5,62 @@ Every head is a stack of dense layers on the L2-normalised, standardised embeddi
 
     x = e / ||e||;  z = (x - mean) / scale;  h = act_i(h @ W_i + b_i) ...;  proba = softmax(h @ W_L + b_L)
 
-so prediction needs numpy alone (and an app can re-implement it from ``head.json`` + ``head.npz``).
+so prediction needs numpy alone (and an app can re-implement it from ``head.json`` + ``head.npz``). Fitting uses
+scikit-learn's parts: input checks (``validate_data``), class weights (``compute_class_weight``), the metrics
+(``balanced_accuracy_score``, ``confusion_matrix``, ``precision_recall_fscore_support``); the logistic head fits
+with ``LogisticRegression``. The held-out slice stays ours (``stratified_split`` says why).
 """
 from __future__ import annotations
 
+import io
+import json
+import os
+import time
 import warnings
-from typing import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ..errors import InputError
-from .io import ACTIVATIONS, KINDS, HeadError, check_encoder, encoder_identity, save_head  # noqa: F401  (re-exported)
+from ..bundle import atomic_dir, inside, sha256_file
+from ..errors import BundleError, InputError
+from .io import (  # noqa: F401  (re-exported)
+    _TRAINING_ATTRS,
+    ACTIVATIONS,
+    FORMAT,
+    FORMAT_VERSION,
+    HEAD_JSON,
+    HEAD_NPZ,
+    KINDS,
+    HeadError,
+    NotFittedHeadError,
+    _jsonable,
+    check_encoder,
+    encoder_identity,
+    read_head_meta,
+)
+
+try:
+    from sklearn.utils.validation import validate_data
+except ImportError:  # scikit-learn < 1.6: the estimator's own method
+    def validate_data(_estimator: Any, /, X: Any, **kwargs: Any) -> Any:
+        """``estimator._validate_data``, what scikit-learn 1.6 made the function ``validate_data``."""
+        return _estimator._validate_data(X, **kwargs)
+
+if TYPE_CHECKING:
+    import sys
+
+    from ..encoder import Encoder
+
+    if sys.version_info >= (3, 11):
+        from typing import Self
+    else:
+        from typing_extensions import Self
+
+#: What ``fit``, ``predict``, ``predict_proba`` take: texts (embedded with the head's encoder) or embeddings [n, d].
+HeadInput = Union[Sequence[str], ArrayLike]
 
 # --------------------------------------------------------------------------------------------- numpy math
 
@@ -52,21 +96,30 @@ def forward(x: np.ndarray, mean: np.ndarray | None, scale: np.ndarray | None,
 
 # --------------------------------------------------------------------------------------------- helpers
 
-def class_weights(y_idx: np.ndarray, n_classes: int, mode) -> np.ndarray:
-    """Per-class loss weights: "balanced" = n / (n_classes * count_c) (scikit-learn's rule), None = ones,
-    or a dict {class index: weight}."""
-    if mode is None:
-        return np.ones(n_classes, dtype=np.float64)
-    if mode == "balanced":
-        counts = np.bincount(y_idx, minlength=n_classes).astype(np.float64)
-        return np.where(counts > 0, len(y_idx) / (n_classes * np.maximum(counts, 1)), 0.0)
-    raise InputError(f"class_weight must be 'balanced' or None, got {mode!r}")
+def class_weights(class_weight: str | Mapping[Any, float] | None, classes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-class loss weights in the order of ``classes``: scikit-learn's ``compute_class_weight`` over labels
+    ``y`` ("balanced" = n / (n_classes * count_c); a dict {label: weight}, other classes 1; None = ones)."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    if not (class_weight is None or class_weight == "balanced" or isinstance(class_weight, Mapping)):
+        raise InputError(f"class_weight must be 'balanced', a dict {{label: weight}} or None, got {class_weight!r}")
+    try:
+        return compute_class_weight(dict(class_weight) if isinstance(class_weight, Mapping) else class_weight,
+                                    classes=classes, y=y).astype(np.float64)
+    except ValueError as e:
+        raise InputError(f"class_weight {class_weight!r} does not fit the labels ({e})") from None
 
 
 def stratified_split(y_idx: np.ndarray, fraction: float, rng: np.random.Generator,
                      min_dev: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """(train indices, dev indices): ``fraction`` of every class with >= 2 examples goes to dev (at least
-    one each). Returns an empty dev set when there is too little data for one."""
+    one each, never all). Returns an empty dev set when there is too little data for one.
+
+    Kept instead of scikit-learn's ``StratifiedShuffleSplit``/``train_test_split(stratify=y)``, on purpose:
+    those allocate in proportion, so a class with fewer than 1 / ``fraction`` examples can get no dev example
+    (the balanced accuracy on the slice, which picks the logistic head's C and the MLP's epoch, then ignores
+    it), they refuse a class with a single example, and they draw with another random stream, which would
+    move every dev score, chosen C and kept epoch of the same data and seed."""
     if not 0 < fraction < 1:
         return np.arange(len(y_idx)), np.arange(0)
     train, dev = [], []
@@ -102,32 +155,30 @@ def few_examples(y_idx: np.ndarray) -> str | None:
             + "; to find the closest known text instead, use Encoder.search or lwx_edge.Index")
 
 
-def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
-    """Mean recall over the classes present in ``y_true`` (NaN when empty)."""
-    recalls = [float(np.mean(y_pred[y_true == c] == c)) for c in np.unique(y_true)]
-    return float(np.mean(recalls)) if recalls else float("nan")
+def balanced_accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """scikit-learn's ``balanced_accuracy_score``: the mean recall over the classes present in ``y_true``
+    (a prediction of a class absent from ``y_true`` counts as an error, without scikit-learn's warning)."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="y_pred contains classes not in y_true")
+        return float(balanced_accuracy_score(y_true, y_pred))
 
 
 def _label_kind(values: np.ndarray) -> str:
     kinds = {("str" if isinstance(v, (str, np.str_)) else
               "bool" if isinstance(v, (bool, np.bool_)) else
-              "int" if isinstance(v, (int, np.integer)) else "other") for v in values.tolist()}
+              "int" if isinstance(v, (int, np.integer)) else
+              "float" if isinstance(v, (float, np.floating)) else "other") for v in values.tolist()}
     if "bool" in kinds and kinds != {"bool"}:
         kinds.discard("bool")
         kinds.add("int")
+    if "float" in kinds and kinds <= {"int", "float"}:
+        return "float"
     if len(kinds) != 1 or "other" in kinds:
         raise InputError("labels must all be strings or all be integers (got "
                          f"{', '.join(sorted(kinds))})")
     return kinds.pop()
-
-
-def confusion(y_true: Sequence, y_pred: Sequence, labels: Sequence) -> np.ndarray:
-    """Confusion matrix [true, predicted] in the order of ``labels``."""
-    pos = {lab: i for i, lab in enumerate(labels)}
-    m = np.zeros((len(labels), len(labels)), dtype=np.int64)
-    for t, p in zip(y_true, y_pred):
-        m[pos[t], pos[p]] += 1
-    return m
 
 
 def format_confusion(report: dict, max_label: int = 14) -> str:
@@ -151,56 +202,97 @@ def format_confusion(report: dict, max_label: int = 14) -> str:
 
 class BaseHead(ClassifierMixin, BaseEstimator):
     """scikit-learn classifier on frozen sentence embeddings. ``X`` is either a list of texts (embedded with
-    ``encoder``) or an array of embeddings [n, d]. Subclasses implement ``_fit_layers``."""
+    ``encoder``) or an array of embeddings [n, d]. Subclasses implement ``_fit_layers``.
+
+    On embeddings (``encoder=None``) a head passes scikit-learn's ``check_estimator`` but for the checks in
+    its ``EXPECTED_FAILED_CHECKS`` ({check: why it fails by design}); ``tests/test_heads.py`` runs it.
+    """
 
     kind = "base"
+    #: check_estimator checks this head fails by design: {check name: reason}
+    EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
-    def __init_subclass__(cls, **kwargs):
+    encoder: Encoder | None
+    # learned by fit (or load_head)
+    classes_: np.ndarray
+    n_features_in_: int
+    mean_: NDArray[np.float32] | None
+    scale_: NDArray[np.float32] | None
+    layers_: list[tuple[np.ndarray, np.ndarray, str]]
+    encoder_info_: dict[str, Any] | None
+    dev_score_: float | None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         KINDS[cls.kind] = cls  # load_head finds the class of a saved head by its kind
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        if getattr(self, "encoder", None) is not None:  # a list of texts is an input too
+            tags.input_tags.string = True
+            tags.input_tags.one_d_array = True
+        return tags
+
     # ---------------------------------------------------------------- inputs
-    def _encoder_for_texts(self):
+    def _encoder_for_texts(self) -> Encoder:
         enc = getattr(self, "encoder", None)
         if enc is None:
             raise InputError("this head has no encoder, so it cannot embed texts: pass embeddings "
                              "(encoder.embed(texts)) or create the head with encoder=Encoder.load(...)")
         return enc
 
-    def _features(self, X, *, fitted: bool) -> np.ndarray:
+    def _features(self, X: Any, *, reset: bool) -> NDArray[np.floating]:
+        """Embeddings [n, d] of texts, or checked embeddings: float32 stays float32 (what the encoder returns,
+        computed as on a device), anything else becomes float64. ``reset`` (fit) records ``n_features_in_``,
+        otherwise the dimension must match it."""
         if isinstance(X, (str, bytes)):
             raise InputError("expected a list of texts or an array of embeddings, got a single string "
                              "(wrap it in a list)")
-        is_array = isinstance(X, np.ndarray) and X.dtype.kind in "fiub"
-        if not is_array:
-            items = list(X) if not isinstance(X, np.ndarray) else X.tolist()
-            if len(items) == 0:
+        if not hasattr(X, "__array__") and not hasattr(X, "shape") and isinstance(X, Iterable):
+            X = list(X)  # a generator, a dict's values...: texts or rows of numbers
+        elif getattr(X, "ndim", None) == 1 and getattr(getattr(X, "dtype", None), "kind", "") in ("O", "U", "S"):
+            X = list(X)  # a 1-d array or pandas Series of texts
+        if isinstance(X, (list, tuple)):
+            if len(X) == 0:
                 raise InputError("expected a non-empty list of texts or embeddings, got an empty one")
-            if any(isinstance(t, str) for t in items):
+            if any(isinstance(t, str) for t in X):
                 enc = self._encoder_for_texts()
-                if fitted:
+                if not reset:
                     self._check_encoder(enc)
-                return enc.embed(items, batch_size=int(getattr(self, "batch_size_embed", 32)))
+                X = enc.embed(list(X), batch_size=int(getattr(self, "batch_size_embed", 32)))
+        shape = getattr(X, "shape", None)
+        if shape is None and isinstance(X, (list, tuple)):
             try:
-                X = np.asarray(items, dtype=np.float32)
-            except (TypeError, ValueError):
-                raise InputError("expected texts (str) or numeric embeddings") from None
-        X = np.asarray(X, dtype=np.float32)
-        if X.ndim != 2:
-            raise InputError(f"embeddings must be a 2-d array [n, d], got shape {X.shape}")
-        if X.shape[0] == 0:
-            raise InputError("expected at least one example, got an empty array")
-        if not np.isfinite(X).all():
-            raise InputError("embeddings contain NaN or infinite values")
-        if fitted and X.shape[1] != self.n_features_in_:
-            raise InputError(f"embeddings have {X.shape[1]} dimensions but the head was fitted on "
-                             f"{self.n_features_in_}")
-        return X
+                shape = np.shape(X)
+            except ValueError:  # ragged: check_array says so
+                shape = None
+        if shape is not None and not hasattr(X, "tocsr"):  # (a sparse matrix: refused by check_array)
+            if len(shape) == 1:
+                raise InputError(f"embeddings must be a 2-d array [n, d], got a 1-d one of shape {tuple(shape)}. "
+                                 "Reshape your data: np.reshape(x, (1, -1)) for a single example")
+            if len(shape) != 2:
+                raise InputError(f"embeddings must be a 2-d array [n, d], got shape {tuple(shape)}")
+            if shape[0] == 0:
+                raise InputError("expected at least one example, got an empty array")
+        try:  # scikit-learn's checks: numeric, finite, not sparse, n_features_in_ (and feature names)
+            return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+        except ValueError as e:
+            raise InputError(str(e)) from None
 
-    def _labels(self, y, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def _labels(self, y: ArrayLike, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(classes_, class index of each label) of labels ``y`` for ``n`` examples."""
+        from sklearn.exceptions import DataConversionWarning
+        from sklearn.utils.multiclass import check_classification_targets
+
+        if y is None:
+            raise InputError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         if isinstance(y, (str, bytes)):
             raise InputError("y must be a list of labels, got a single string")
-        y = np.asarray(list(y) if not isinstance(y, np.ndarray) else y, dtype=object)
+        y = np.asarray(y, dtype=object)
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is read as 1-d",
+                          DataConversionWarning, stacklevel=3)
+            y = y[:, 0]
         if y.ndim != 1:
             raise InputError(f"y must be 1-d, got shape {y.shape}")
         if len(y) != n:
@@ -208,10 +300,16 @@ class BaseHead(ClassifierMixin, BaseEstimator):
         if any(v is None or (isinstance(v, float) and v != v) for v in y.tolist()):
             raise InputError("y contains missing labels (None/NaN)")
         kind = _label_kind(y)
+        if kind == "float":  # integral numbers only: "Unknown label type: continuous" for others
+            y = y.astype(np.float64)
+            try:
+                check_classification_targets(y)
+            except ValueError as e:
+                raise InputError(str(e)) from None
         y = y.astype(str) if kind == "str" else y.astype(np.int64)
         classes, y_idx = np.unique(y, return_inverse=True)
         if len(classes) < 2:
-            raise InputError(f"need at least two classes to fit a classifier, got {len(classes)} "
+            raise InputError(f"need at least two classes to fit a classifier, got {len(classes)} class "
                              f"({classes.tolist()})")
         return classes, y_idx.astype(np.int64)
 
@@ -219,13 +317,14 @@ class BaseHead(ClassifierMixin, BaseEstimator):
     def _record_encoder(self) -> None:
         self.encoder_info_ = encoder_identity(getattr(self, "encoder", None))
 
-    def _check_encoder(self, enc) -> None:
+    def _check_encoder(self, enc: Encoder | None) -> None:
         check_encoder(getattr(self, "encoder_info_", None), enc, where="this head")
 
     # ---------------------------------------------------------------- sklearn API
-    def fit(self, X, y):
-        """Fit on texts (needs ``encoder``) or embeddings [n, d] and labels; returns self."""
-        Xf = self._features(X, fitted=False)
+    def fit(self, X: Sequence[str] | ArrayLike, y: ArrayLike) -> Self:
+        """Fit on texts (needs ``encoder``) or embeddings [n, d] and their labels (strings or integers);
+        returns self."""
+        Xf = self._features(X, reset=True).astype(np.float32, copy=False)  # fitted in float32
         classes, y_idx = self._labels(y, Xf.shape[0])
         few = few_examples(y_idx)
         if few:
@@ -252,39 +351,48 @@ class BaseHead(ClassifierMixin, BaseEstimator):
             self.layers_ = self._fit_layers(z.astype(np.float32), y_idx, len(classes))
         return self
 
-    def _fit_layers(self, z: np.ndarray, y_idx: np.ndarray, n_classes: int):
+    def _fit_layers(self, z: np.ndarray, y_idx: np.ndarray, n_classes: int) -> list[tuple[np.ndarray, np.ndarray, str]]:
         raise NotImplementedError
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "layers_"):
-            from sklearn.exceptions import NotFittedError
+            raise NotFittedHeadError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) or "
+                                     "load_head()")
 
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) or load_head()")
-
-    def decision_function(self, X) -> np.ndarray:
-        """Logits [n, n_classes]."""
+    def _logits(self, X: HeadInput) -> NDArray[np.floating]:
+        """Logits [n, n_classes] (numpy)."""
         self._check_fitted()
-        Xf = self._features(X, fitted=True)
+        Xf = self._features(X, reset=False)
         return forward(Xf, self.mean_, self.scale_, self.layers_)
 
-    def predict_proba(self, X) -> np.ndarray:
+    def decision_function(self, X: Sequence[str] | ArrayLike) -> NDArray[np.floating]:
+        """Scores [n, n_classes] (the logits), or for two classes scikit-learn's [n]: the log-odds of
+        ``classes_[1]`` (> 0: predicted)."""
+        logits = self._logits(X)
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+
+    def predict_proba(self, X: Sequence[str] | ArrayLike) -> NDArray[np.float64]:
         """Class probabilities [n, n_classes] (rows sum to 1), columns in ``classes_`` order."""
-        return softmax(self.decision_function(X).astype(np.float64))
+        return softmax(self._logits(X).astype(np.float64))
 
-    def predict(self, X) -> np.ndarray:
-        """Labels [n] (from ``classes_``)."""
-        scores = self.decision_function(X)
-        return self.classes_[np.argmax(scores, axis=1)]
+    def predict(self, X: Sequence[str] | ArrayLike) -> np.ndarray:
+        """Labels [n] (from ``classes_``: strings or integers, as fitted)."""
+        logits = self._logits(X)
+        return self.classes_[np.argmax(logits, axis=1)]
 
-    # score(X, y) (accuracy) comes from ClassifierMixin
+    def score(self, X: Sequence[str] | ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
+        """Accuracy of ``predict(X)`` against labels ``y`` (scikit-learn's ``ClassifierMixin.score``)."""
+        return float(super().score(X, y, sample_weight=sample_weight))
 
-    def evaluate(self, X, y) -> dict:
+    def evaluate(self, X: Sequence[str] | ArrayLike, y: ArrayLike) -> dict[str, Any]:
         """Accuracy, balanced accuracy, macro-F1 and the confusion matrix on labelled data. Labels the head
         has never seen count as errors (they appear as extra rows)."""
+        from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
         self._check_fitted()
         if isinstance(y, (str, bytes)):
             raise InputError("y must be a list of labels, got a single string")
-        y = np.asarray(list(y) if not isinstance(y, np.ndarray) else y)
+        y = np.asarray(y)
         kind = "str" if self.classes_.dtype.kind in "UO" else "int"
         try:
             y = y.astype(str) if kind == "str" else y.astype(np.int64)
@@ -296,22 +404,156 @@ class BaseHead(ClassifierMixin, BaseEstimator):
         known = set(self.classes_.tolist())
         unseen = sorted({v for v in y.tolist() if v not in known}, key=str)
         labels = self.classes_.tolist() + unseen
-        m = confusion(y.tolist(), pred.tolist(), labels)
-        tp = np.diag(m).astype(np.float64)
-        prec = np.divide(tp, m.sum(0), out=np.zeros_like(tp), where=m.sum(0) > 0)
-        rec = np.divide(tp, m.sum(1), out=np.zeros_like(tp), where=m.sum(1) > 0)
-        f1 = np.divide(2 * prec * rec, prec + rec, out=np.zeros_like(tp), where=(prec + rec) > 0)
-        present = m.sum(1) > 0
+        m = confusion_matrix(y, pred, labels=labels)
+        _, _, f1, support = precision_recall_fscore_support(y, pred, labels=labels, average=None, zero_division=0)
+        present = support > 0
         return {"n": int(len(y)), "accuracy": float(np.mean(pred == y)),
-                "balanced_accuracy": float(rec[present].mean()) if present.any() else float("nan"),
+                "balanced_accuracy": balanced_accuracy(y, pred),
                 "macro_f1": float(f1[present].mean()) if present.any() else float("nan"),
                 "labels": labels, "confusion": m.tolist(), "unseen_labels": unseen,
                 "majority_baseline": float(np.max(np.unique(y, return_counts=True)[1]) / len(y))}
 
     # ---------------------------------------------------------------- persistence
-    def save(self, path, info: dict | None = None):
+    def save(self, path: str | os.PathLike[str], info: Mapping[str, Any] | None = None) -> Path:
         """Write ``head.json`` + ``head.npz`` into directory ``path`` (no pickle). Returns the path."""
         return save_head(self, path, info=info)
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "layers_")
+
+
+# --------------------------------------------------------------------------------------------- files
+
+def save_head(head: BaseHead, path: str | os.PathLike[str], info: Mapping[str, Any] | None = None) -> Path:
+    """Write a fitted head into directory ``path`` atomically (replacing an older head there)."""
+    head._check_fitted()
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise HeadError(f"{path}: exists and is not a directory; give a directory for the head")
+        if any(path.iterdir()) and not (path / HEAD_JSON).is_file():
+            raise HeadError(f"{path}: directory is not empty and holds no head; refusing to replace it "
+                            "(give a new or empty directory)")
+    arrays: dict[str, Any] = {}
+    if head.mean_ is not None:
+        arrays["mean"] = np.asarray(head.mean_, dtype=np.float32)
+        arrays["scale"] = np.asarray(head.scale_, dtype=np.float32)
+    layers = []
+    for i, (W, b, act) in enumerate(head.layers_):
+        arrays[f"W{i}"] = np.ascontiguousarray(W, dtype=np.float32)
+        arrays[f"b{i}"] = np.ascontiguousarray(b, dtype=np.float32)
+        layers.append({"weight": f"W{i}", "bias": f"b{i}", "activation": act,
+                       "shape": [int(W.shape[0]), int(W.shape[1])]})
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    blob = buf.getvalue()
+    from .._version import __version__
+
+    params = {k: _jsonable(v) for k, v in head.get_params(deep=False).items() if k != "encoder"}
+    classes = head.classes_.tolist()
+    meta = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "kind": head.kind,
+        "lwx_edge_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "classes": classes, "classes_type": "str" if head.classes_.dtype.kind in "UO" else "int",
+        "n_features": int(head.n_features_in_),
+        "input": {"l2_normalize": True, "standardize": head.mean_ is not None},
+        "layers": layers, "output": "softmax",
+        "weights": {"file": HEAD_NPZ, "sha256": __import__("hashlib").sha256(blob).hexdigest(),
+                    "bytes": len(blob)},
+        "encoder": _jsonable(getattr(head, "encoder_info_", None)),
+        "params": params,
+        "training": {k.rstrip("_"): _jsonable(getattr(head, k)) for k in _TRAINING_ATTRS if hasattr(head, k)},
+        "info": _jsonable(info or {}),
+        "prediction": "x = e/||e||; z = (x - mean)/scale; h = act(h @ W + b) per layer; p = softmax(h)",
+    }
+    try:
+        with atomic_dir(path) as tmp:
+            (tmp / HEAD_NPZ).write_bytes(blob)
+            (tmp / HEAD_JSON).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as e:
+        raise HeadError(f"{path}: cannot write the head ({e.strerror or e})") from None
+    return path
+
+
+def load_head(path: str | os.PathLike[str], encoder: Encoder | None = None) -> BaseHead:  # noqa: C901 (one check per field)
+    """Load a head saved with ``head.save(path)``. With ``encoder``, refuse it unless it is the encoder the
+    head was fitted on (``HeadError``); the head then embeds texts with it."""
+    path = Path(path)
+    if path.is_file() and path.name == HEAD_JSON:
+        path = path.parent
+    meta = read_head_meta(path)
+    kind = meta.get("kind")
+    cls: type[BaseHead] | None = KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise HeadError(f"{path}: unknown head kind {meta.get('kind')!r} (known: {', '.join(KINDS)})")
+    if "encoder" not in meta:  # save_head always writes it (null for a head fitted on vectors)
+        raise HeadError(f"{path}: head.json has no 'encoder' entry (damaged or edited); refit the head")
+    check_encoder(meta.get("encoder"), encoder, where=f"head {path}")
+
+    try:
+        wfile = inside(path, (meta.get("weights") or {}).get("file", HEAD_NPZ), "weights file")
+    except BundleError as e:
+        raise HeadError(str(e)) from None
+    if not wfile.is_file():
+        raise HeadError(f"{path}: weights file {wfile.name} is missing")
+    expected = (meta.get("weights") or {}).get("sha256")
+    if not expected:
+        raise HeadError(f"{path}: head.json records no sha256 for its weights (cannot check them)")
+    if sha256_file(wfile) != expected:
+        raise HeadError(f"{wfile}: corrupt (sha256 does not match head.json)")
+    try:
+        with np.load(wfile, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:
+        raise HeadError(f"{wfile}: cannot be read as .npz ({type(e).__name__}: {e})") from None
+    for name, a in arrays.items():
+        if a.dtype.kind not in "fiu" or not np.isfinite(a).all():
+            raise HeadError(f"{wfile}: array {name!r} holds NaN, infinite or non-numeric values")
+    if "scale" in arrays and (arrays["scale"] <= 0).any():
+        raise HeadError(f"{wfile}: array 'scale' has zero or negative entries")
+
+    try:
+        params: dict[str, Any] = {k: (tuple(v) if k == "hidden_layer_sizes" and isinstance(v, list) else v)
+                                  for k, v in (meta.get("params") or {}).items()}
+        if isinstance(params.get("class_weight"), dict) and meta.get("classes_type") == "int":
+            params["class_weight"] = {int(k): w for k, w in params["class_weight"].items()}  # JSON keys are strings
+        head = cls(**{k: v for k, v in params.items() if k in cls().get_params(deep=False)})
+        classes = meta["classes"]
+        head.classes_ = np.asarray(classes, dtype=str if meta.get("classes_type") == "str" else np.int64)
+        head.n_features_in_ = int(meta["n_features"])
+        std = bool((meta.get("input") or {}).get("standardize"))
+        head.mean_ = arrays["mean"] if std else None
+        head.scale_ = arrays["scale"] if std else None
+        layers = []
+        for spec in meta["layers"]:
+            act = spec["activation"]
+            if act not in ACTIVATIONS:
+                raise HeadError(f"{path}: unknown activation {act!r}")
+            layers.append((arrays[spec["weight"]].astype(np.float32), arrays[spec["bias"]].astype(np.float32),
+                           act))
+    except HeadError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise HeadError(f"{path}: head.json and head.npz do not fit together ({type(e).__name__}: {e})") from None
+    # shapes chain from n_features to n_classes
+    d = head.n_features_in_
+    for W, b, _ in layers:
+        if W.ndim != 2 or W.shape[0] != d or b.shape != (W.shape[1],):
+            raise HeadError(f"{path}: layer shapes do not chain ({W.shape} after {d} features)")
+        d = W.shape[1]
+    if d != len(head.classes_) or (head.mean_ is not None and head.mean_.shape != (head.n_features_in_,)):
+        raise HeadError(f"{path}: the output layer has {d} units but the head has {len(head.classes_)} classes")
+    head.layers_ = layers
+    if cls.kind == "mlp":
+        head.coefs_ = [W for W, _, _ in layers]
+        head.intercepts_ = [b for _, b, _ in layers]
+    else:
+        head.coef_ = layers[0][0].T.copy()
+        head.intercept_ = layers[0][1]
+    for k, v in (meta.get("training") or {}).items():
+        if k + "_" in _TRAINING_ATTRS:  # never layers_, classes_... from an edited file
+            setattr(head, k + "_", v)
+    head.encoder_info_ = meta.get("encoder")
+    head.info_ = meta.get("info") or {}
+    head.encoder = encoder
+    return head

@@ -1,19 +1,24 @@
 """Small MLP head in numpy (the on-device head protocol of [C] §4.2).
 
 Dense layers with tanh hidden units (two of 512 by default; the count and sizes are configurable), softmax
-output, class-balanced cross-entropy, Adam (lr 5e-4, x0.9 each epoch), batch 16, at most 20 epochs, with
-early stopping on a stratified 10% held-out slice: the weights of the epoch with the best balanced accuracy
-on the slice are kept (ties: lower slice loss), training stops after ``patience`` epochs without
-improvement. Pure numpy, float32: fitting 1,000 examples takes a few seconds on one core.
+output, class-balanced cross-entropy (``compute_class_weight``), Adam (lr 5e-4, x0.9 each epoch), batch 16, at
+most 20 epochs, with early stopping on a stratified 10% held-out slice: the weights of the epoch with the best
+balanced accuracy on the slice (``balanced_accuracy_score``) are kept (ties: lower slice loss), training stops
+after ``patience`` epochs without improvement. Pure numpy, float32: fitting 1,000 examples takes a few seconds on
+one core.
 """
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from ..errors import InputError
 from .base import ACTIVATIONS, BaseHead, balanced_accuracy, class_weights, softmax, stratified_split
+
+if TYPE_CHECKING:
+    from ..encoder import Encoder
 
 
 class MLPHead(BaseHead):
@@ -21,17 +26,29 @@ class MLPHead(BaseHead):
 
     Parameters: ``encoder`` (for text inputs), ``hidden_layer_sizes`` (default (512, 512)), ``activation``
     ("tanh" | "relu"), ``learning_rate``, ``lr_decay`` (per epoch), ``batch_size``, ``max_epochs``,
-    ``patience``, ``validation_fraction``, ``class_weight`` ("balanced" | None), ``alpha`` (L2),
-    ``standardize``, ``random_state``. Learned: ``classes_``, ``n_features_in_``, ``coefs_``,
+    ``patience``, ``validation_fraction``, ``class_weight`` ("balanced" | {label: weight} | None), ``alpha``
+    (L2), ``standardize``, ``random_state``. Learned: ``classes_``, ``n_features_in_``, ``coefs_``,
     ``intercepts_``, ``best_epoch_``, ``n_epochs_``, ``dev_score_``, ``history_``, ``fit_seconds_``,
     ``mean_``/``scale_``, ``layers_``, ``encoder_info_``.
+
+    On embeddings (``encoder=None``) it passes scikit-learn's ``check_estimator`` but for
+    ``check_class_weight_classifiers``, by design (``EXPECTED_FAILED_CHECKS`` says why).
     """
 
     kind = "mlp"
+    EXPECTED_FAILED_CHECKS = {
+        "check_class_weight_classifiers":
+            "by design the epoch kept is the one with the best balanced accuracy on the held-out slice (the "
+            "[C] §4.2 protocol), whatever class_weight says: with the check's extreme weights (class 0: 1000, "
+            "the others: 0.0001) on three noisy blobs that is epoch 1, which predicts class 0 for 70% of the test "
+            "points, not the > 87% the check asks (with validation_fraction=0, no early stopping, 100%)",
+    }
 
-    def __init__(self, encoder=None, hidden_layer_sizes=(512, 512), activation="tanh", learning_rate=5e-4,
-                 lr_decay=0.9, batch_size=16, max_epochs=20, patience=5, validation_fraction=0.1,
-                 class_weight="balanced", alpha=0.0, standardize=True, random_state=0):
+    def __init__(self, encoder: Encoder | None = None, hidden_layer_sizes: tuple[int, ...] = (512, 512),
+                 activation: str = "tanh", learning_rate: float = 5e-4, lr_decay: float = 0.9, batch_size: int = 16,
+                 max_epochs: int = 20, patience: int = 5, validation_fraction: float = 0.1,
+                 class_weight: str | Mapping[Any, float] | None = "balanced", alpha: float = 0.0,
+                 standardize: bool = True, random_state: int | None = 0) -> None:
         self.encoder = encoder
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
@@ -66,12 +83,12 @@ class MLPHead(BaseHead):
             raise InputError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         return hidden
 
-    def _fit_layers(self, z, y_idx, n_classes):
+    def _fit_layers(self, z: np.ndarray, y_idx: np.ndarray, n_classes: int) -> list[tuple[np.ndarray, np.ndarray, str]]:
         t0 = time.perf_counter()
         hidden = self._check_params()
         rng = np.random.default_rng(self.random_state)
         tr, dev = stratified_split(y_idx, float(self.validation_fraction), rng, min_dev=2)
-        cw = class_weights(y_idx[tr], n_classes, self.class_weight).astype(np.float32)
+        cw = class_weights(self.class_weight, self.classes_, self.classes_[y_idx[tr]]).astype(np.float32)
         sizes = [z.shape[1], *hidden, n_classes]
         Ws, bs = [], []
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):  # Glorot uniform
@@ -86,7 +103,7 @@ class MLPHead(BaseHead):
         act = self.activation
         L = len(Ws)
 
-        def run(x):
+        def run(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
             acts = [x]
             h = x
             for i in range(L - 1):
@@ -95,12 +112,12 @@ class MLPHead(BaseHead):
                 acts.append(h)
             return acts, h @ Ws[-1] + bs[-1]
 
-        def weighted_loss(logits, y):
+        def weighted_loss(logits: np.ndarray, y: np.ndarray) -> float:
             p = softmax(logits.astype(np.float64))
             w = cw[y]
             return float(-(w * np.log(np.maximum(p[np.arange(len(y)), y], 1e-12))).sum() / max(w.sum(), 1e-12))
 
-        best = None
+        best: tuple[float, float, int, list[np.ndarray]] | None = None
         self.history_ = []
         since = 0
         bsz = int(self.batch_size)
@@ -121,7 +138,8 @@ class MLPHead(BaseHead):
                 g = p
                 g[np.arange(len(y)), y] -= 1.0
                 g *= (w / norm)[:, None]
-                grads_W, grads_b = [None] * L, [None] * L
+                grads_W: list[Any] = [None] * L
+                grads_b: list[Any] = [None] * L
                 for i in range(L - 1, -1, -1):
                     grads_W[i] = acts[i].T @ g
                     grads_b[i] = g.sum(axis=0)
