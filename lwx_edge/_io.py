@@ -88,7 +88,7 @@ def atomic_file(path: str | os.PathLike, exclusive: bool = False) -> Iterator[Pa
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"{path}: cannot create its directory ({e.strerror or e})") from None
-    _remove_stale(path)
+    remove_stale(path)
     with _temporary(path.parent, path.name) as tmp:
         yield tmp
         _fault("file:written", path)
@@ -132,7 +132,7 @@ def _temporary(directory: Path, name: str) -> Iterator[Path]:
             os.unlink(tmp)
 
 
-def _remove_stale(path: Path) -> None:
+def remove_stale(path: Path) -> None:
     """Remove the temporaries (``.NAME.PID-xxxx.tmp``) that writers of ``path`` killed mid-write left behind:
     only those whose process is gone."""
     prefix = f".{path.name}."
@@ -215,7 +215,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
         path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     recover_dir(path)
-    _remove_stale(path)
+    remove_stale(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
@@ -252,7 +252,7 @@ def recover_dir(path: str | os.PathLike, clean_tmp: bool = False) -> Path:
     path = Path(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    _remove_stale(path)
+    remove_stale(path)
     olds = sorted(path.parent.glob(f".{path.name}.old-*"), key=lambda p: p.stat().st_mtime)
     if olds and not path.exists():
         os.replace(olds.pop(), path)

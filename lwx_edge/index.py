@@ -55,6 +55,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import numpy as np
 
 from . import _ann
+from ._io import remove_stale
 from ._scan import Int8Scan
 from .errors import InputError, LwxError
 
@@ -317,6 +318,8 @@ class Index:
         else:
             why = "opened read-only" if read_only else None
         conn, why = cls._connect_existing(path, why)
+        if why is None:  # what a creator killed between publishing the file and removing its temporary left
+            remove_stale(path)
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             cols = [r[1] for r in conn.execute("PRAGMA table_info(items)").fetchall()]
@@ -464,8 +467,10 @@ class Index:
         files = recorded.get("model_files")
         ours = {v for v in (files.values() if isinstance(files, dict) else ()) if isinstance(v, str)}
         ours |= {recorded.get("sha256")} if isinstance(recorded.get("sha256"), str) else set()
+        running = ident.get("artifact_sha256") or (ident.get("model_files") or {}).get(ident.get("artifact") or "")
         same = (ident.get("sha256") is not None and ident.get("sha256") == recorded.get("sha256")
-                or ident.get("artifact_sha256") in ours)
+                or running in ours
+                or ident.get("sha256") is None and running is None and not ours)  # neither names a model file
         what = ("model" if not same else
                 "tokenizer" if recorded.get("tokenizer_sha256") != ident.get("tokenizer_sha256") else
                 "embedding size" if int(self.dim) != int(getattr(encoder, "dim", None) or self.dim) else None)

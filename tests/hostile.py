@@ -35,6 +35,20 @@ class Case:
 
 # ------------------------------------------------------------------------------------------ helpers
 
+def copy_edge(d: Path) -> Path:
+    """``d``: a copy of the shipped default with its int8 programs only (the "edge" base), manifest to match."""
+    from lwx_edge.encoder import DEFAULT_MODEL
+
+    d.mkdir()
+    keep = ("config.json", "tokenizer.model", "model.int8.onnx", "model.int8.pte", "manifest.json")
+    for name in keep:
+        shutil.copyfile(DEFAULT_MODEL / name, d / name)
+    m = json.loads((d / "manifest.json").read_text())
+    m["files"] = {k: v for k, v in m["files"].items() if k in keep}
+    (d / "manifest.json").write_text(json.dumps(m))
+    return d
+
+
 def read(d: Path, name: str):
     return json.loads((d / name).read_text(encoding="utf-8"))
 

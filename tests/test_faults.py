@@ -26,8 +26,8 @@ def test_a_file_write_killed_at_each_step_leaves_the_old_or_the_new_file(tmp_pat
     assert target.read_text() == "third" and hidden(tmp_path) == []
 
 
-@pytest.mark.parametrize("step", DIR_STEPS)
-def test_a_directory_write_killed_at_each_step_leaves_the_old_or_the_new_one(tmp_path, step):
+def old_dir_and_writer(tmp_path):
+    """``tmp_path/d`` holding ``a.txt`` = "old", and a script whose ``atomic_dir`` writes "new" into it."""
     target = tmp_path / "d"
     with atomic_dir(target) as tmp:
         (tmp / "a.txt").write_text("old")
@@ -36,7 +36,13 @@ def test_a_directory_write_killed_at_each_step_leaves_the_old_or_the_new_one(tmp
         with atomic_dir({str(target)!r}) as tmp:
             (tmp / "a.txt").write_text("new")
     """
-    assert_killed(run_python(textwrap.dedent(code), fault=f"{step}@d"))
+    return target, textwrap.dedent(code)
+
+
+@pytest.mark.parametrize("step", DIR_STEPS)
+def test_a_directory_write_killed_at_each_step_leaves_the_old_or_the_new_one(tmp_path, step):
+    target, code = old_dir_and_writer(tmp_path)
+    assert_killed(run_python(code, fault=f"{step}@d"))
     assert target.exists() == (step != "dir:old-moved")  # killed between the renames: no d/ ...
     recover_dir(target)  # ... until a reader (or the next writer) puts the old one back
     assert (target / "a.txt").read_text() == ("new" if step in NEW_AFTER else "old")
@@ -73,15 +79,8 @@ def test_a_directory_named_by_a_symlink_is_replaced_behind_the_link(tmp_path):
 
 
 def test_a_reader_removes_the_whole_temporary_copy_a_killed_writer_left(tmp_path):
-    target = tmp_path / "d"
-    with atomic_dir(target) as tmp:
-        (tmp / "a.txt").write_text("old")
-    code = f"""
-        from lwx_edge._io import atomic_dir
-        with atomic_dir({str(target)!r}) as tmp:
-            (tmp / "a.txt").write_text("new")
-    """
-    assert_killed(run_python(textwrap.dedent(code), fault="dir:written@d"))
+    target, code = old_dir_and_writer(tmp_path)
+    assert_killed(run_python(code, fault="dir:written@d"))
     assert len(hidden(tmp_path)) == 1  # the dead writer's .d.PID-xxxx.tmp
     recover_dir(target)
     assert hidden(tmp_path) == [] and (target / "a.txt").read_text() == "old"

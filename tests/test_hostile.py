@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from faults import run_cli
-from hostile import CASES, rehash
+from hostile import CASES, copy_edge, rehash
 from lwx_edge import Encoder
 from lwx_edge.bundle import Bundle
-from lwx_edge.encoder import DEFAULT_MODEL
 from lwx_edge.errors import BundleError, LwxError
 from lwx_edge.heads import LogisticHead, load_head
 from lwx_edge.runtime import executorch_backend
@@ -73,14 +72,7 @@ def snapshot(root):
 def bases(tiny_bundle, tmp_path_factory):
     """The valid originals every case damages a copy of: tiny (torch), edge (int8 ONNX + .pte), head."""
     root = tmp_path_factory.mktemp("hostile")
-    edge = root / "edge"
-    edge.mkdir()
-    keep = ("config.json", "tokenizer.model", "model.int8.onnx", "model.int8.pte", "manifest.json")
-    for name in keep:
-        shutil.copyfile(DEFAULT_MODEL / name, edge / name)
-    m = json.loads((edge / "manifest.json").read_text())
-    m["files"] = {k: v for k, v in m["files"].items() if k in keep}
-    (edge / "manifest.json").write_text(json.dumps(m))
+    edge = copy_edge(root / "edge")
     enc = Encoder.load(tiny_bundle, backend="torch")
     texts = ["the cat", "the dog", "a red car", "a green car", "le chat", "le chien", "music", "la musique"]
     LogisticHead(encoder=enc, C=1.0).fit(texts, ["a", "a", "b", "b", "a", "a", "c", "c"]).save(root / "head")

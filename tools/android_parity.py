@@ -300,12 +300,10 @@ class _GivenVectors:
         from lwx_edge.bundle import TOKENIZER, WEIGHTS
 
         files = self.bundle.manifest.get("files", {})
-        model_files = {n: files[n]["sha256"] for n in ("model.int8.onnx", "model.onnx", PTE, "model.pte", WEIGHTS)
-                       if n in files}
-        return {"sha256": model_files.get(WEIGHTS) or model_files.get(PTE), "model_files": model_files,
-                "tokenizer_sha256": files.get(TOKENIZER, {}).get("sha256"), "embedding_dim": self.dim,
+        model = next((n for n in (self.artifact, WEIGHTS) if n in files), None)  # the program, else the weights
+        return {"tokenizer_sha256": files.get(TOKENIZER, {}).get("sha256"), "embedding_dim": self.dim,
                 "backend": self.backend_name, "artifact": self.artifact, "precision": self.precision,
-                "bundle": str(self.bundle.path)}
+                "bundle": str(self.bundle.path), **self.bundle.identity(model)}
 
     def embed(self, texts, **_) -> np.ndarray:
         return np.stack([self._vectors[t] for t in texts]).astype(np.float32)

@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from bench_runtime import rss_mb  # noqa: E402 - this process's VmRSS, MB
 
 TEXTS = [
     "Where is the nearest train station?", "Où est la gare la plus proche ?", "Wo ist der nächste Bahnhof?",
@@ -39,15 +41,6 @@ TEXTS = [
     "What's the wifi password?", "😀 emoji and mixed scripts: Ελληνικά, русский, 日本語",
     "Beaucoup de bruit pour rien, " * 12, "x", "Do you want to come with us tonight?",
 ]
-
-
-def rss_mb() -> float:
-    """This process's resident set size (VmRSS), MB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 # ------------------------------------------------------------------------------------------------ worker
