@@ -3,7 +3,6 @@ stream and refuses a missing directory."""
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -14,23 +13,20 @@ CPUS = len(os.sched_getaffinity(0))
 
 
 def test_the_sdk_caps_threads_at_the_cpus_with_a_warning():
-    t0 = time.perf_counter()
     with pytest.warns(UserWarning, match=f"threads=100000 is more than the {CPUS} CPU\\(s\\) this process may use; "
                                          f"using {CPUS}"):
         enc = Encoder.load(threads=100_000)
     assert enc.embed(["a short text"]).shape == (1, 512)
-    assert time.perf_counter() - t0 < 30  # it took 13 minutes and 16.6 GB before
+    assert enc._load_args["threads"] == CPUS  # the runtimes got the cap (100,000 took 13 minutes and 16.6 GB)
     with pytest.raises(InputError, match="threads must be a positive integer"):
         Encoder.load(threads=0)
 
 
 def test_the_cli_caps_threads_and_says_so(tmp_path):
-    t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "lwx_edge", "embed", "default", "ein Satz", "--threads", "100000",
                         "-o", str(tmp_path / "v.npy")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert f"warning: --threads=100000 is more than the {CPUS} CPU(s) this process may use; using {CPUS}" in r.stderr
-    assert time.perf_counter() - t0 < 60
     r = subprocess.run([sys.executable, "-m", "lwx_edge", "embed", "default", "x", "--threads", "0"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--threads must be >= 1, got 0" in r.stderr and "Traceback" not in r.stderr
