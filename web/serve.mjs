@@ -5,7 +5,8 @@
 //
 //   node serve.mjs [--port 8321] [--bundle ../lwx_edge/default_model] [--head build/fixtures/head_logistic]
 //
-// startServer() is what the tests and the benchmark use; it counts the bytes it sends (stats.bytes).
+// startServer() is what the tests and the benchmark use; it counts the bytes it sends (stats.bytes) and can also
+// serve the parity fixtures under /fixtures/.
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
@@ -14,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.json': 'application/json; charset=utf-8', '.wasm': 'application/wasm', '.css': 'text/css; charset=utf-8', '.png': 'image/png', '.svg': 'image/svg+xml' };
 
-export async function startServer({ port = 0, bundle = join(HERE, '..', 'lwx_edge', 'default_model'), head = join(HERE, 'build', 'fixtures', 'head_logistic'), log = null } = {}) {
+export async function startServer({ port = 0, bundle = join(HERE, '..', 'lwx_edge', 'default_model'), head = join(HERE, 'build', 'fixtures', 'head_logistic'), fixtures = null, log = null } = {}) {
   const manifest = JSON.parse(await readFile(join(bundle, 'manifest.json'), 'utf-8'));
   const modelFiles = new Set(['manifest.json', ...Object.keys(manifest.files || {})]);
   const mounts = [
@@ -25,6 +26,7 @@ export async function startServer({ port = 0, bundle = join(HERE, '..', 'lwx_edg
     ['/node_modules/onnxruntime-web/dist/', join(HERE, 'node_modules', 'onnxruntime-web', 'dist'), () => true],
     ['/node_modules/@sctg/sentencepiece-js/dist/', join(HERE, 'node_modules', '@sctg', 'sentencepiece-js', 'dist'), () => true],
   ];
+  if (fixtures) mounts.push(['/fixtures/', resolve(fixtures), () => true]); // the tests' parity fixtures
   const stats = { bytes: 0, requests: [] };
   const server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
