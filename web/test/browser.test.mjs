@@ -4,25 +4,12 @@
 // SDK's. Saves a screenshot (build/screenshot.png, or $LWX_WEB_SCREENSHOT) and build/parity-browser.json.
 // Needs Chromium (/usr/bin/chromium or $CHROMIUM): skipped without it, failed when LWX_REQUIRE_BROWSER=1.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { startServer } from '../serve.mjs';
+import { CHROMIUM, launch } from './chromium.mjs';
 import { fixtures, WEB } from './helpers.mjs';
-
-export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-// Known to work as root on a closed network: without the background-networking flags Chromium's own
-// connections are refused and slow it down.
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-export async function launch() {
-  const { chromium } = await import('playwright-core');
-  const profile = mkdtempSync(join(tmpdir(), 'lwx-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, viewport: { width: 1200, height: 900 } });
-  return { context, close: async () => { await context.close(); rmSync(profile, { recursive: true, force: true }); } };
-}
 
 const missing = existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install -y chromium chromium-driver, or set CHROMIUM)`;
 if (missing && process.env.LWX_REQUIRE_BROWSER === '1') throw new Error(`LWX_REQUIRE_BROWSER=1 but ${missing}`);
