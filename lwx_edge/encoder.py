@@ -42,6 +42,7 @@ from .bundle import CONFIG, TOKENIZER, WEIGHTS, Bundle
 from .errors import BackendUnavailable, BundleError, InputError, LwxError
 from .runtime import Backend
 from .runtime.base import usable_threads
+from .shipped import DEFAULT_MODEL, default_for, default_model_path  # noqa: F401 (public names)
 from .tokenizer import UNK_ID, Tokenizer
 
 if TYPE_CHECKING:
@@ -51,18 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Encoder", "BackendUnavailable", "TruncationWarning", "EmptyTextWarning",
            "BACKENDS", "ARTIFACTS", "DEFAULT_MODEL"]  # noqa: F822 (lazy: __getattr__)
-
-# The int8 model shipped inside the package (tools/make_default_model.py builds it); Encoder.load() loads it.
-DEFAULT_MODEL = Path(__file__).resolve().parent / "default_model"
-
-
-def default_model_path() -> Path:
-    """The shipped default bundle, or a BundleError saying it is not part of this install."""
-    if not (DEFAULT_MODEL / "manifest.json").is_file():
-        raise BundleError(f"no default model in this install ({DEFAULT_MODEL} is missing); give a bundle path, "
-                          "or rebuild it: python tools/make_default_model.py BUNDLE")
-    return DEFAULT_MODEL
-
 
 class TruncationWarning(UserWarning):
     """Some inputs were longer than the model's max length and lost their tail."""
@@ -143,9 +132,10 @@ class Encoder:
         threads = usable_threads(threads)
         if precision is not None and precision not in ("int8", "fp32"):
             raise InputError(f"precision must be 'int8', 'fp32' or None, got {precision!r}")
-        if path is None or (isinstance(path, (str, os.PathLike)) and os.fspath(path) == "default"
-                            and not Path(path).exists()):
-            path = default_model_path()
+        from_default = path is None or (isinstance(path, (str, os.PathLike)) and os.fspath(path) == "default"
+                                        and not Path(path).exists())
+        if from_default:  # the shipped default; for ExecuTorch its copy built by `lwx-edge export default`
+            path = default_for(spec.format if spec else None)
         if not isinstance(path, (str, os.PathLike)):
             raise InputError(f"path must be a bundle directory (str or Path), got {type(path).__name__}")
 
@@ -164,7 +154,8 @@ class Encoder:
                               "the model file does not belong to this bundle")
         enc = cls(tokenizer, be, bundle, artifact=name, precision=prec)
         where = Path(bundle.path).resolve()
-        enc._load_args = {"path": None if where == DEFAULT_MODEL else str(where), "backend": spec.name,
+        default = from_default or where == DEFAULT_MODEL
+        enc._load_args = {"path": None if default else str(where), "backend": spec.name,
                           "threads": threads, "precision": prec, "device": device, "verify": verify}
         return enc
 

@@ -2,10 +2,17 @@
 import json
 import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
+# The default's ExecuTorch copy (`lwx-edge export default`, fixture default_pte) lives in the repository's own
+# cache, never the user's: built once (~25 s), kept between runs, inherited by the tests' subprocesses.
+REPO = Path(__file__).resolve().parents[1]
+os.environ["LWX_EDGE_CACHE"] = str(REPO / ".cache" / "lwx-edge")
 
 
 @pytest.fixture(autouse=True)
@@ -16,6 +23,20 @@ def _package_logger_propagates():
 
     yield
     logging.getLogger("lwx_edge").propagate = True
+
+@pytest.fixture(scope="session")
+def default_pte():
+    """The shipped default's copy with its ExecuTorch program (``lwx-edge export default``), built when missing:
+    ``Encoder.load(backend="executorch")`` loads it. Skips without ExecuTorch."""
+    pytest.importorskip("executorch")
+    from lwx_edge.shipped import PTE, built_default_dir
+
+    built = built_default_dir()
+    if not (built / PTE).is_file():
+        r = subprocess.run([sys.executable, "-m", "lwx_edge", "export", "default"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    return built
+
 
 WORDS = {  # en: (fr, de)
     "cat": ("chat", "katze"), "dog": ("chien", "hund"), "house": ("maison", "haus"),

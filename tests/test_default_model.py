@@ -37,10 +37,12 @@ def test_loads_with_no_path_and_verifies(enc):
     assert enc.bundle.path == DEFAULT_MODEL
     assert (enc.backend_name, enc.artifact, enc.dim) == ("onnx", "model.int8.onnx", 512)
     manifest = json.loads((DEFAULT_MODEL / "manifest.json").read_text())
-    assert set(manifest["files"]) >= {"config.json", "tokenizer.model", "model.int8.onnx", "model.int8.pte"}
-    assert "model.safetensors" not in manifest["files"]  # the package ships int8 artefacts only
+    assert set(manifest["files"]) >= {"config.json", "tokenizer.model", "model.int8.onnx"}
+    # the package ships what the base install runs: no fp32 weights, no ExecuTorch program (`export default`)
+    assert not {"model.safetensors", "model.int8.pte"} & set(manifest["files"])
+    assert not (DEFAULT_MODEL / "model.int8.pte").exists()
     size = sum((DEFAULT_MODEL / f).stat().st_size for f in manifest["files"])
-    assert size < 40 * 2**20
+    assert size < 18 * 2**20
     assert Encoder.load("default").artifact == "model.int8.onnx"
 
 
@@ -102,8 +104,9 @@ def test_the_wheel_carries_the_default_model_and_every_package(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     (wheel,) = tmp_path.glob("lwx_edge-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for f in ("config.json", "tokenizer.model", "model.int8.onnx", "model.int8.pte", "manifest.json"):
+    for f in ("config.json", "tokenizer.model", "model.int8.onnx", "manifest.json"):
         assert f"lwx_edge/default_model/{f}" in names
+    assert "lwx_edge/default_model/model.int8.pte" not in names
     for mod in ("lwx_edge/export/__init__.py", "lwx_edge/heads/mlp.py", "lwx_edge/runtime/onnx_backend.py"):
         assert mod in names
 

@@ -10,7 +10,6 @@ import pytest
 
 from hostile import copy_edge
 from lwx_edge import Encoder
-from lwx_edge.encoder import DEFAULT_MODEL
 from lwx_edge.errors import InputError
 from lwx_edge.runtime import executorch_backend
 
@@ -28,9 +27,9 @@ def run_child(code: str, *args, timeout: int = 240) -> subprocess.CompletedProce
 
 
 @pytest.fixture
-def edge(tmp_path):
+def edge(tmp_path, default_pte):
     """A copy of the shipped default with its int8 programs (the hostile corpus' "edge" base)."""
-    return copy_edge(tmp_path / "edge")
+    return copy_edge(tmp_path / "edge", default_pte)
 
 
 # ------------------------------------------------------------------------------------------ the thread pool
@@ -59,7 +58,7 @@ print("ok", sum("shares it" in str(w.message) for w in caught))
 
 
 @pytest.mark.parametrize("attempt", range(3))
-def test_a_later_thread_count_never_resets_the_pool_in_use(attempt):
+def test_a_later_thread_count_never_resets_the_pool_in_use(attempt, default_pte):
     """Issue 37: ``a = load(); a.embed; b = load(threads=4); b.embed; a.embed`` crashed (SIGSEGV) or hung: the
     first load passed threads=None and was not recorded, so the second reset the pool ``a`` runs on."""
     r = run_child(POOL)
@@ -144,10 +143,10 @@ def test_the_runtime_verifies_the_program_and_the_hash_is_computed_once(edge, mo
     assert hashed == []
 
 
-def test_the_shipped_program_passes_the_structure_walk():
+def test_the_default_program_passes_the_structure_walk(default_pte):
     from lwx_edge.runtime.executorch_backend import _bad_name, _FlatBuffer, check_program
 
-    path = DEFAULT_MODEL / "model.int8.pte"
+    path = default_pte / "model.int8.pte"
     check_program(path)
     data = path.read_bytes()
     fb = _FlatBuffer(data[:int.from_bytes(data[16:24], "little")])

@@ -69,10 +69,10 @@ def snapshot(root):
 # ------------------------------------------------------------------------------------------ bases
 
 @pytest.fixture(scope="module")
-def bases(tiny_bundle, tmp_path_factory):
+def bases(tiny_bundle, tmp_path_factory, default_pte):
     """The valid originals every case damages a copy of: tiny (torch), edge (int8 ONNX + .pte), head."""
     root = tmp_path_factory.mktemp("hostile")
-    edge = copy_edge(root / "edge")
+    edge = copy_edge(root / "edge", default_pte)
     enc = Encoder.load(tiny_bundle, backend="torch")
     texts = ["the cat", "the dog", "a red car", "a green car", "le chat", "le chien", "music", "la musique"]
     LogisticHead(encoder=enc, C=1.0).fit(texts, ["a", "a", "b", "b", "a", "a", "c", "c"]).save(root / "head")

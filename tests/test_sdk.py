@@ -484,23 +484,22 @@ print("ok")
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stderr[-2000:])
 
 
-def test_a_damaged_executorch_program_is_refused_before_the_runtime_sees_it(tmp_path):
+def test_a_damaged_executorch_program_is_refused_before_the_runtime_sees_it(tmp_path, default_pte):
     """The runtime aborts the process on some damaged programs, so the header is checked first."""
-    from lwx_edge.encoder import DEFAULT_MODEL
     from lwx_edge.runtime.executorch_backend import check_program
 
-    good = DEFAULT_MODEL / "model.int8.pte"
+    good = default_pte / "model.int8.pte"
     check_program(good)
     raw = good.read_bytes()
     (tmp_path / "cut.pte").write_bytes(raw[: len(raw) // 2])
     with pytest.raises(BundleError, match="the ExecuTorch program is truncated"):
         check_program(tmp_path / "cut.pte")
-    (tmp_path / "onnx.pte").write_bytes((DEFAULT_MODEL / "model.int8.onnx").read_bytes()[:4096])
+    (tmp_path / "onnx.pte").write_bytes((default_pte / "model.int8.onnx").read_bytes()[:4096])
     with pytest.raises(BundleError, match="not an ExecuTorch program"):
         check_program(tmp_path / "onnx.pte")
     if HAS_ET:  # the same through Encoder.load with verification off
         d = tmp_path / "bundle"
-        shutil.copytree(DEFAULT_MODEL, d)
+        shutil.copytree(default_pte, d)
         (d / "model.int8.pte").write_bytes(raw[: len(raw) // 2])
         with pytest.raises(BundleError, match="truncated"):
             Encoder.load(d, backend="executorch", verify=False)

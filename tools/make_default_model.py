@@ -4,14 +4,15 @@
     lwx-edge eval default --split test -o benchmarks/eval_test.json
     python tools/make_default_model.py --attach benchmarks/eval_test.json
 
-Exports the bundle ``--int8`` to ExecuTorch and ONNX (with the parity checks of ``lwx-edge export``) into a
-temporary copy, keeps only what an app needs -- ``config.json``, ``tokenizer.model``, ``parity.json`` and the int8 model of each
-backend export makes (``model.int8.onnx``, ``model.int8.pte``) -- writes a manifest for exactly those
-files (with the sha256 of the fp32 weights they came from, and the training record), and replaces
-``lwx_edge/default_model`` atomically. The fp32 weights stay in the run directory: ~50 MB the package
-does not need. ``--attach`` adds result files (the evaluation of the model just shipped) to the existing
-default model without exporting again, and rewrites its manifest (the previous record is kept). Both write the
-model card (``README.md``, see ``lwx_edge.modelcard``) from what the model then holds.
+Exports the bundle ``--int8`` to ONNX (with the parity checks of ``lwx-edge export``) into a temporary copy,
+keeps only what the torch-free base install runs -- ``config.json``, ``tokenizer.model``, ``parity.json`` and
+``model.int8.onnx`` -- writes a manifest for exactly those files (with the sha256 of the fp32 weights they came
+from, and the training record), and replaces ``lwx_edge/default_model`` atomically. The fp32 weights stay in the
+run directory: ~50 MB the package does not need. So does the ExecuTorch program: ``lwx-edge export default``
+rebuilds it from the ONNX program where ExecuTorch is installed (``lwx_edge/export/rebuild.py``). ``--attach``
+adds result files (the evaluation of the model just shipped) to the existing default model without exporting
+again, and rewrites its manifest (the previous record is kept). Both write the model card (``README.md``, see
+``lwx_edge.modelcard``) from what the model then holds.
 """
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lwx_edge import runtime
 from lwx_edge._logging import configure_cli_logging
 from lwx_edge.bundle import CONFIG, FORMAT_VERSION, LAYOUT_KEYS, PARITY, TOKENIZER
 
 ROOT = Path(__file__).resolve().parents[1]
-# what an app needs: the int8 model of every backend export makes (the backend registry), and what it reads
-KEEP = (CONFIG, TOKENIZER, *(spec.artifacts["int8"] for spec in runtime.backends() if spec.format), PARITY)
+# what the base install runs (onnxruntime): the int8 ONNX program, and what it reads
+FORMATS = ("onnx",)
+KEEP = (CONFIG, TOKENIZER, "model.int8.onnx", PARITY)
 
 
 def main() -> None:
@@ -53,7 +54,7 @@ def main() -> None:
     src = Bundle.load(a.bundle)
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "bundle"
-        report = export_bundle(src.path, int8=True, out=copy)  # every format
+        report = export_bundle(src.path, formats=FORMATS, int8=True, out=copy)
         exported = json.loads((copy / "manifest.json").read_text())
         with atomic_dir(a.out) as d:
             for name in KEEP:

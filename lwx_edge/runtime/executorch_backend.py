@@ -196,7 +196,7 @@ class ExecuTorchBackend:
                 native = _native_runtime()
             except ImportError as e:
                 raise BackendUnavailable(
-                    f"the ExecuTorch runtime is not installed ({e}); pip install 'lwx-edge[export]' "
+                    f"the ExecuTorch runtime is not installed ({e}); pip install 'lwx-edge[executorch]' "
                     "(or executorch==1.5.1), or use the ONNX model with backend='onnx'") from None
             try:
                 import executorch.kernels.quantized  # noqa: F401  (embedding_byte for int8 programs)
@@ -317,5 +317,5 @@ def _open(path: str | os.PathLike, bundle: Bundle | None = None, *, threads: int
 
 BACKEND = BackendSpec(
     name="executorch", artifacts={"int8": "model.int8.pte", "fp32": "model.pte"}, modules=("executorch", "torch"),
-    install="pip install 'lwx-edge[export]' (ExecuTorch 1.5.1)", open=_open, priority=20, format="pte",
+    install="pip install 'lwx-edge[executorch]' (ExecuTorch 1.5.1)", open=_open, priority=20, format="pte",
     exporter="lwx_edge.export.executorch", aliases=("pte",))
