@@ -106,3 +106,35 @@ def test_every_npm_dependency_is_pinned_by_the_lock_file():
             assert entry.get("integrity", "").startswith("sha512-"), path
     # no install scripts run (onnxruntime-node's would download CUDA libraries from outside the npm registry)
     assert "ignore-scripts=true" in (WEB / ".npmrc").read_text(encoding="utf-8")
+
+
+def _web_section() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("\n## Web")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_readme_web_section_runs_as_written(tmp_path):
+    """The README's JavaScript lines, run as a script inside web/ from a directory holding the model and a head fitted
+    with the CLI line its comment names; its npm commands are the package's scripts."""
+    _require_node()
+    section = _web_section()
+    (js,) = re.findall(r"```js\n(.*?)```", section, flags=re.S)
+    (bash,) = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    scripts = json.loads((WEB / "package.json").read_text(encoding="utf-8"))["scripts"]
+    for name in re.findall(r"npm run (\w+)", bash):
+        assert name in scripts, name
+    assert "npm ci" in bash and "npm test" in bash and "benchmarks/web_<cpu>.json" in bash
+    (tmp_path / "lwx_edge").symlink_to(REPO / "lwx_edge")
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    r = subprocess.run([sys.executable, "-m", "lwx_edge", "fit", "default", "examples/intents.en.csv", "-o", "my-head"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    script = WEB / "build" / "readme_web_snippet.mjs"  # inside the package: 'lwx-edge-web' resolves to it
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(js, encoding="utf-8")
+    r = subprocess.run(["node", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    similarity, label = r.stdout.split()
+    assert 0.5 < float(similarity) <= 1.0
+    assert label == "music"
