@@ -74,6 +74,11 @@ def test_node_errors(fixtures):
     assert counts["pass"] == counts["tests"] >= 8, counts
 
 
+def test_node_units(fixtures):
+    counts = _node_test(["test/unit.test.mjs"], fixtures)
+    assert counts["pass"] == counts["tests"] == 6, counts
+
+
 def test_the_demo_page_in_headless_chromium(fixtures):
     if not CHROMIUM.exists():
         _require(f"no Chromium at {CHROMIUM} (apt-get install -y chromium chromium-driver)")

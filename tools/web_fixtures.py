@@ -17,6 +17,8 @@ what the Python SDK computes for the same inputs. Plain JSON and ``.npy`` files 
     head_<kind>_proba_texts.npy     float64 predict_proba of head_texts (embedded by the SDK)
     head_cases.json        head_texts, classes and predicted labels
     search_corpus.npy, search_queries.npy, search.json   lwx_edge.search.search top-k (exact duplicates: ties)
+    units.json, units_stored.npz, units_compressed.npz   small cases for the unit tests: np.savez and
+                           np.savez_compressed of known arrays, lwx_edge.batching.plan_batches plans, normalize()
 
 Only the bundle's config.json, tokenizer.model, manifest.json and ONNX model are read (a bundle whose ExecuTorch
 program was moved elsewhere works).
@@ -170,6 +172,29 @@ def search_fixtures(out: Path, rng: np.random.Generator, d: int) -> dict:
     return {"corpus": len(C), "queries": len(Q)}
 
 
+def unit_fixtures(out: Path, rng: np.random.Generator) -> dict:
+    from lwx_edge.batching import plan_batches
+    from lwx_edge.text import normalize
+
+    arrays = {"f32": np.arange(12, dtype=np.float32).reshape(3, 4) / 7, "f64": np.array([1e-300, -2.5, np.pi]),
+              "i64": np.array([-(2 ** 40), 0, 7], dtype=np.int64), "fortran": np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+              "scalar": np.float32(0.5)}
+    np.savez(out / "units_stored.npz", **arrays)
+    np.savez_compressed(out / "units_compressed.npz", **arrays)
+    plans = []
+    for n, max_batch, overhead in ((1, 32, 4.0), (7, 3, 4.0), (40, 32, 4.0), (40, 8, 0.0), (40, 32, 1e9), (100, 16, 16.0)):
+        lengths = rng.integers(1, 60, size=n).tolist()
+        plans.append({"lengths": lengths, "max_batch": max_batch, "overhead": overhead,
+                      "groups": [g.tolist() for g in plan_batches(lengths, max_batch, overhead)]})
+    samples = ["  A\u00a0b\tc\x1c\x1fd\x85e\u3000f  ", "\ufeffBOM\u200b", "\u00c9COLE \u201cQ\u201d \u2014 \u2026",
+               "\u0130stanbul \u039f\u0394\u039f\u03a3", "\ufb01 \uff21 \u2163 x\u00b2"]
+    _dump(out / "units.json", {"arrays": {k: np.asarray(v).tolist() for k, v in arrays.items()},
+                               "shapes": {k: list(np.asarray(v).shape) for k, v in arrays.items()},
+                               "plans": plans, "normalize": [[t, normalize(t, lower=True), normalize(t, lower=False)]
+                                                             for t in samples]})
+    return {"plans": len(plans)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, nargs="?", default=ROOT / "web" / "build" / "fixtures")
@@ -209,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     head_info = head_fixtures(enc, heads, out, rng, demo["requests"] + [t for k, t in texts
                                                                         if k.startswith("intents-")])
     search_info = search_fixtures(out, rng, int(enc.dim))
+    unit_fixtures(out, rng)
     meta = {
         "format": "lwx-edge-web-fixtures", "format_version": 1, "bundle": str(Path(path).resolve()),
         "artifact": ONNX, "max_len": enc.max_len, "dim": int(enc.dim), "identity": enc.identity()["sha256"],
