@@ -35,6 +35,10 @@ def _require_node() -> None:
     node = shutil.which("node")
     if node is None:
         _require("no node on PATH (Node >= 20)")
+        return
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    if int(version.lstrip("v").split(".")[0]) < 20:
+        _require(f"Node >= 20 is needed, found {version}")
     elif not (WEB / "node_modules" / "onnxruntime-node").is_dir():
         _require("web/node_modules is missing (cd web && npm ci)")
 
