@@ -17,7 +17,7 @@ import { readFileSync, writeFileSync, mkdirSync, readdirSync, existsSync } from 
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer } from './serve.mjs';
+import { slimSentencePiece, startServer } from './serve.mjs';
 import { Encoder } from './src/node.js';
 import { CHROMIUM, launch } from './test/chromium.mjs';
 
@@ -145,7 +145,8 @@ async function main() {
   const gz = (path) => { // what the same file would weigh served with gzip (the local server sends it plain)
     const m = [['/model/', bundle], ['/head/', HEAD], ['/demo/', join(WEB, 'demo')], ['/src/', join(WEB, 'src')], ['/node_modules/', join(WEB, 'node_modules')]].find(([p]) => path.startsWith(p));
     const file = join(m[1], path.slice(m[0].length) || 'index.html');
-    return gzipSync(readFileSync(file.endsWith('/') ? join(file, 'index.html') : file), { level: 6 }).length;
+    const body = readFileSync(file.endsWith('/') ? join(file, 'index.html') : file);
+    return gzipSync(path.includes('@sctg/sentencepiece-js') ? slimSentencePiece(body) : body, { level: 6 }).length;
   };
   result.page = {
     bytes: last.serverBytes, bytes_gzip_level6: last.files.reduce((s, [p]) => s + gz(p), 0), bytes_by_file: Object.fromEntries(last.files),

