@@ -10,7 +10,8 @@ what the Python SDK computes for the same inputs. Plain JSON and ``.npy`` files 
                            requests and the demo's notes): Tokenizer.encode ids (cut at max_len), truncation, token
                            count before it, or the kind of InputError (empty / no tokens / invalid Unicode)
     vectors.npy            float32 [n, d]: Encoder.load(bundle).embed(texts) (zero rows for texts with nothing)
-    head_logistic/, head_mlp/   heads fitted with the SDK on examples/intents.*.csv (all five languages)
+    head_logistic/, head_mlp/, head_int/   heads fitted with the SDK on examples/intents.*.csv (all five
+                           languages); head_int has integer labels and no standardisation
     head_foreign/          the logistic head with the encoder record of another model (the JS side must refuse it)
     head_embeddings.npy    float32 [m, d] random vectors (tiny, huge and zero rows among them)
     head_<kind>_proba_vectors.npy   float64 predict_proba of head_embeddings.npy
@@ -114,8 +115,10 @@ def fit_heads(enc, out: Path) -> dict:
         texts += list(data.texts)
         labels += list(data.labels)
     X = enc.embed(texts)
+    codes = {name: 10 * (i + 1) for i, name in enumerate(sorted(set(labels)))}  # integer labels: classes_type "int"
     heads = {"logistic": LogisticHead(encoder=enc).fit(X, labels),
-             "mlp": MLPHead(encoder=enc, hidden_layer_sizes=(64,), max_epochs=30, random_state=0).fit(X, labels)}
+             "mlp": MLPHead(encoder=enc, hidden_layer_sizes=(64,), max_epochs=30, random_state=0).fit(X, labels),
+             "int": LogisticHead(encoder=enc, C=1.0, standardize=False).fit(X, [codes[y] for y in labels])}
     for kind, head in heads.items():
         if out.joinpath(f"head_{kind}").exists():
             shutil.rmtree(out / f"head_{kind}")
@@ -147,9 +150,8 @@ def head_fixtures(enc, heads: dict, out: Path, rng: np.random.Generator, request
     for kind, head in heads.items():
         np.save(out / f"head_{kind}_proba_vectors.npy", head.predict_proba(E).astype(np.float64))
         np.save(out / f"head_{kind}_proba_texts.npy", head.predict_proba(V).astype(np.float64))
-        cases["heads"][kind] = {"classes": [str(c) for c in head.classes_.tolist()],
-                                "predicted_vectors": [str(x) for x in head.predict(E).tolist()],
-                                "predicted_texts": [str(x) for x in head.predict(V).tolist()]}
+        cases["heads"][kind] = {"classes": head.classes_.tolist(), "predicted_vectors": head.predict(E).tolist(),
+                                "predicted_texts": head.predict(V).tolist()}
     _dump(out / "head_cases.json", cases)
     return {"vectors": len(E), "texts": len(texts)}
 

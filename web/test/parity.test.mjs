@@ -61,7 +61,7 @@ for (const runtime of ['node', 'wasm']) {
     const heads = {};
     const hc = json('head_cases.json');
     const E = rows(npy('head_embeddings.npy'));
-    for (const kind of ['logistic', 'mlp']) {
+    for (const kind of ['logistic', 'mlp', 'int']) {
       const head = await loadHead(join(dir, `head_${kind}`), enc);
       assert.deepEqual(head.classes, hc.heads[kind].classes);
       const pv = await head.predictProba(E), PV = rows(npy(`head_${kind}_proba_vectors.npy`));
