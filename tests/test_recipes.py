@@ -140,8 +140,8 @@ SMOKE = REPO / "recipes" / "smoke.json"
 
 
 def test_the_smoke_recipe_is_a_valid_five_minute_run(monkeypatch):
-    """issue 18: recipes/smoke.json is a short run on a corpus subset, teacher included, bounded by --max-time;
-    the README's command for it builds exactly that config."""
+    """issues 18 and 38: recipes/smoke.json is a short run on the shipped sample corpus (no data build), teacher
+    included, bounded by --max-time; the docs' command for it builds exactly that config."""
     raw = json.loads(SMOKE.read_text(encoding="utf-8"))
     cfg = TrainConfig.from_files([SMOKE])
     cfg.validate()
@@ -151,10 +151,39 @@ def test_the_smoke_recipe_is_a_valid_five_minute_run(monkeypatch):
     assert cfg.mono_max_per_lang is not None and cfg.mono_max_per_lang <= 2000  # bounds the teacher caching
     assert not cfg.final_full_eval and cfg.dev_max_pairs <= 500 and 0 < cfg.eval_every <= 100
     assert cfg.corpus and all(not Path(c).is_absolute() for c in cfg.corpus + cfg.mono)  # run from the repo root
-    (smoke,) = [c for b in blocks(section("Train a model"), "bash") for c in commands(b)
+    shipped = [cfg.corpus, cfg.mono, cfg.dev_xsr, [cfg.dev_docs] if cfg.dev_docs else []]
+    assert all(p.startswith("examples/corpus") and (REPO / p).is_dir() for paths in shipped for p in paths)
+    (smoke,) = [c for b in blocks(section("A five-minute smoke run"), "bash") for c in commands(b)
                 if c[:2] == ["lwx-edge", "train"] and "recipes/smoke.json" in c]
     got = configured(smoke[2:], monkeypatch).to_dict()
     assert got == {**cfg.to_dict(), "out_dir": got["out_dir"]}
+
+
+@pytest.mark.slow
+def test_the_smoke_recipe_trains_exports_and_loads_on_the_shipped_sample(tmp_path, monkeypatch):
+    """The smoke recipe's pipeline right after install: train on examples/corpus (a few steps, no teacher here:
+    the teacher's share is timed in docs/TRAINING.md), export the int8 ONNX program, load it and embed."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from lwx_edge import Encoder
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "smoke"
+    run = [sys.executable, "-m", "lwx_edge"]
+    r = subprocess.run([*run, "train", "--config", "recipes/smoke.json", "--teacher", "none", "--out", str(out),
+                        "--max-steps", "4", "--set", "vocab_size=2000", "--set", "eval_every=2"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert any("dev" in json.dumps(m) for m in metrics)  # validated on the sample's dev split
+    r = subprocess.run([*run, "export", str(out / "bundle"), "--int8", "--format", "onnx"], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    v = Encoder.load(out / "bundle").embed(["Where is the station?", "Où est la gare ?"])
+    assert v.shape == (2, 512) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
 
 
 def test_the_next_gpu_recipes_continue_the_default_with_the_new_data():

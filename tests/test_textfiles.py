@@ -16,7 +16,8 @@ INTENTS = {"weather", "alarm", "music", "shopping"}
 
 
 def test_every_file_in_examples_parses_strictly():
-    files = sorted(EXAMPLES.iterdir())
+    files = sorted(p for p in EXAMPLES.iterdir() if p.is_file())
+    assert {p.name for p in EXAMPLES.iterdir() if p.is_dir()} == {"corpus"}  # the smoke recipe's sample corpus
     assert {p.suffix for p in files} == {".csv", ".txt"}, files  # a new kind of file: teach this test to read it
     for path in files:
         if path.suffix == ".csv":
@@ -31,6 +32,25 @@ def test_every_file_in_examples_parses_strictly():
     # the row that once read as the label 'Tomaten zu kaufen.' (an unquoted comma)
     de = read_labelled(EXAMPLES / "intents.de.csv")
     assert (de.texts[-1], de.labels[-1], de.lines[-1]) == ("Vergiss nicht, Tomaten zu kaufen.", "shopping", 13)
+
+
+def test_the_sample_corpus_is_whole_and_as_summarised():
+    """examples/corpus (tools/make_sample_corpus.py): two non-empty tab-separated fields on every line of its pair
+    files, one non-empty sentence per line of its monolingual files, the counts its summary gives."""
+    import json
+
+    root = EXAMPLES / "corpus"
+    summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    assert summary["licence"] == "GPL-2.0-or-later" and (root / "README.md").is_file()
+    for split in ("train", "dev"):
+        for pair, n in summary[split].items():
+            lines = (root / f"{split}.{pair}.tsv").read_text(encoding="utf-8").splitlines()
+            assert len(lines) == n > 0
+            assert all(len(f := line.split("\t")) == 2 and all(x.strip() for x in f) for line in lines), pair
+    for lang, n in summary["mono"].items():
+        lines = (root / "mono" / f"train.{lang}.txt").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == n > 0 and all(line.strip() and "\t" not in line for line in lines), lang
+    assert sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) < 3 * 2**20  # a few MB at most
 
 
 def write(tmp_path, name, content):
