@@ -402,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="extra UTF-8 files of probe texts: one per line, tab-separated fields are separate texts")
     a = ap.parse_args(argv)
 
-    from lwx_edge.bundle import CONFIG, MANIFEST, TOKENIZER, Bundle, sha256_file
+    from lwx_edge.atomic import sha256_file
+    from lwx_edge.bundle import CONFIG, MANIFEST, TOKENIZER, Bundle
     from lwx_edge.encoder import default_model_path
     from lwx_edge.heads import load_head
     from lwx_edge.tokenizer import Tokenizer

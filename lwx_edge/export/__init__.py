@@ -37,7 +37,8 @@ from typing import Callable, Iterable
 
 from .. import runtime
 from .._logging import reporter
-from ..bundle import MANIFEST, PARITY, TOKENIZER, WEIGHTS, Bundle, sha256_file
+from ..atomic import sha256_file
+from ..bundle import MANIFEST, PARITY, TOKENIZER, WEIGHTS, Bundle
 from ..errors import BundleError, InputError, LwxError
 from .parity import Thresholds
 
@@ -158,7 +159,8 @@ def _read_json(path: Path) -> dict:
 
 def _merge_and_write_metadata(target: Path, new_entries: dict, new_report: dict) -> tuple[dict, dict]:
     """Rewrite parity.json (merged with still-valid older entries) and manifest.json (hashes + artifacts)."""
-    from ..bundle import update_manifest, write_json_atomic
+    from ..atomic import write_json_atomic
+    from ..bundle import update_manifest
 
     old_parity = _read_json(target / PARITY)
     kept = {}
@@ -222,7 +224,7 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | 
         if not ok:
             raise ExportError(_install_hint(f"cannot export {fmt}: {why}"))
 
-    from ..checkpoint import load_encoder
+    from ..training.checkpoint import load_encoder
 
     encoder = load_encoder(bundle)  # BundleError: unreadable or mismatched weights
     cfg = encoder.config
@@ -274,7 +276,8 @@ def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, targ
 
     from .. import _quiet
     from .._version import __version__
-    from ..bundle import atomic_dir, inside
+    from ..atomic import atomic_dir
+    from ..bundle import inside
     from . import parity as P
 
     _remove_stale_work_dirs()

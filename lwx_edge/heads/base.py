@@ -24,9 +24,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ..bundle import atomic_dir, inside, sha256_file
+from ..atomic import atomic_dir, sha256_file
+from ..bundle import inside
 from ..errors import BundleError, InputError
-from .io import (  # noqa: F401  (re-exported)
+from .persistence import (  # noqa: F401  (re-exported)
     _TRAINING_ATTRS,
     ACTIVATIONS,
     FORMAT,
