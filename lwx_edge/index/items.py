@@ -156,23 +156,7 @@ class IndexItems(IndexStore):
         if self.encoder is None and vectors is None:
             raise InputError(f"{self.path}: opened without an encoder; Index.open(path, encoder) to add items")
         batch_size = _positive_int(batch_size, "batch_size")
-        ids = _ids(ids)
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = [None] * len(ids) if texts is None else _seq(texts, "texts")
-        if len(texts) != len(ids):
-            raise InputError(f"got {len(ids)} ids and {len(texts)} texts; they must pair up")
-        for n, t in enumerate(texts):
-            if t is not None and not isinstance(t, str):
-                raise InputError(f"text {n} must be a string, got {type(t).__name__}")
-            if t is not None:
-                _utf8(t, f"text {n}")
-        if vectors is not None and len(vectors) != len(ids):
-            raise InputError(f"got {len(ids)} ids and {len(vectors)} vectors; they must pair up")
-        metadata = [None] * len(ids) if metadata is None else _seq(metadata, "metadata")
-        if len(metadata) != len(ids):
-            raise InputError(f"got {len(ids)} ids and {len(metadata)} metadata entries; they must pair up")
-        blobs = [_metadata_json(m, n) for n, m in enumerate(metadata)]
+        ids, texts, blobs = _checked_items(ids, texts, metadata, vectors)
         dup = _duplicates(ids)
         if dup:
             raise InputError(f"ids repeat within this call: {_shown(dup)}; nothing was added")
@@ -219,3 +203,26 @@ class IndexItems(IndexStore):
                                      part).fetchall()
         return out
 
+
+def _checked_items(ids: object, texts: Sequence[str | None] | str | None, metadata: Sequence[dict | None] | None,
+                   vectors: np.ndarray | None) -> tuple[list[str | int], list, list[str | None]]:
+    """(ids, texts, metadata JSON) of one write, checked to pair up and to be storable; InputError naming the
+    first that is not."""
+    ids = _ids(ids)
+    if isinstance(texts, str):
+        texts = [texts]
+    texts = [None] * len(ids) if texts is None else _seq(texts, "texts")
+    if len(texts) != len(ids):
+        raise InputError(f"got {len(ids)} ids and {len(texts)} texts; they must pair up")
+    for n, t in enumerate(texts):
+        if t is not None and not isinstance(t, str):
+            raise InputError(f"text {n} must be a string, got {type(t).__name__}")
+        if t is not None:
+            _utf8(t, f"text {n}")
+    if vectors is not None and len(vectors) != len(ids):
+        raise InputError(f"got {len(ids)} ids and {len(vectors)} vectors; they must pair up")
+    metadata = [None] * len(ids) if metadata is None else _seq(metadata, "metadata")
+    if len(metadata) != len(ids):
+        raise InputError(f"got {len(ids)} ids and {len(metadata)} metadata entries; they must pair up")
+    blobs = [_metadata_json(m, n) for n, m in enumerate(metadata)]
+    return ids, texts, blobs
