@@ -12,7 +12,7 @@
 ``FORMAT_VERSION`` rises when this contract changes. Version 1 bundles (their text contract was implied, not
 read) are upgraded when read (:func:`upgrade`), in memory; a rewrite of their manifest writes the upgraded
 config.json too. Any other version is refused with a ``BundleError``.
-Writes are atomic (:mod:`lwx_edge._io`).
+Writes are atomic (:mod:`lwx_edge.atomic`).
 """
 from __future__ import annotations
 
@@ -25,16 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import text
-from ._io import (  # noqa: F401  (re-exported: the bundle's writers and readers)
-    atomic_dir,
-    atomic_file,
-    read_json,
-    recover_dir,
-    sha256_file,
-    write_json_atomic,
-    write_text_atomic,
-)
 from ._version import __version__
+from .atomic import read_json, recover_dir, sha256_file, write_json_atomic
 from .errors import BundleError, InputError
 
 if TYPE_CHECKING:
@@ -401,3 +393,19 @@ def update_manifest(bundle_dir: str | os.PathLike, artifacts: dict | None = None
         config = _read_json(root / CONFIG, "config")
         write_json_atomic(root / CONFIG, upgrade(config, old.get("format_version")))
     return write_manifest(root, kept)
+
+
+_WRITERS = ("atomic_dir", "atomic_file", "write_text_atomic", "remove_stale", "is_stream", "parse_json")
+
+
+def __getattr__(name: str) -> Any:
+    """The atomic writers this module used to re-export: still here for one release, from :mod:`lwx_edge.atomic`."""
+    if name in _WRITERS:
+        import warnings
+
+        from . import atomic
+
+        warnings.warn(f"lwx_edge.bundle.{name} is deprecated and will be removed in the next release: import it "
+                      "from lwx_edge.atomic", DeprecationWarning, stacklevel=2)
+        return getattr(atomic, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 A training run can end with an encoder that maps every text to nearly the same vector (the alignment loss at
 2·ln n, retrieval at chance) and still write a bundle that loads and exports. :func:`check` embeds the probe
-set's sentences (:mod:`lwx_edge.export.probe`: ten groups, each one sentence in five languages) and measures the
+set's sentences (:mod:`lwx_edge.probe`: ten groups, each one sentence in five languages) and measures the
 mean cosine of texts from different groups: the shipped default scores 0.06, the teacher 0.06, a collapsed model
 close to 1. ``lwx-edge export`` refuses such a model, ``lwx-edge eval`` warns.
 """
@@ -23,7 +23,7 @@ class CollapsedModelError(LwxError):
 
 def probe_texts() -> tuple[list[str], np.ndarray]:
     """The probe set's sentences and the group (meaning) of each."""
-    from .export.probe import GROUPS
+    from .probe import GROUPS
 
     texts, groups = [], []
     for g, (_, by_lang) in enumerate(GROUPS):

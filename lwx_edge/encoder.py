@@ -26,7 +26,6 @@ so joblib and scikit-learn's ``n_jobs`` work. ``encode`` takes sentence-transfor
 from __future__ import annotations
 
 import copy
-import importlib
 import numbers
 import os
 import threading
@@ -37,12 +36,23 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, cast, overlo
 import numpy as np
 
 from . import runtime
-from .batching import plan_batches
-from .bundle import CONFIG, TOKENIZER, WEIGHTS, Bundle
+from .bundle import CONFIG, TOKENIZER, Bundle
 from .errors import BackendUnavailable, BundleError, InputError, LwxError
 from .runtime import Backend
 from .runtime.base import usable_threads
+from .runtime.choose import choose
+from .runtime.torch_backend import torch_module
 from .shipped import DEFAULT_MODEL, default_for, default_model_path  # noqa: F401 (public names)
+from .st_compat import (
+    ST_PRECISIONS,
+    as_text_list,
+    as_vectors,
+    check_device,
+    checked_truncate_dim,
+    prompt_text,
+    torch_outputs,
+)
+from .sub_batches import plan_batches
 from .tokenizer import UNK_ID, Tokenizer
 
 if TYPE_CHECKING:
@@ -62,9 +72,6 @@ class EmptyTextWarning(UserWarning):
     zeros."""
 
 
-# sentence-transformers' encode(precision=...) values other than float32: quantised outputs, not offered here.
-_ST_PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
-
 
 def __getattr__(name: str) -> Any:
     """``BACKENDS`` and ``ARTIFACTS``: the backend registry's (:mod:`lwx_edge.runtime`), as it is now."""
@@ -73,22 +80,6 @@ def __getattr__(name: str) -> Any:
     if name == "ARTIFACTS":  # (backend, file, precision) in the order "auto" prefers them
         return runtime.artifacts()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _as_text_list(texts: Any) -> list:
-    """Accept a list/tuple (or another non-string sequence, e.g. a numpy array of str) of texts."""
-    if isinstance(texts, (list, tuple)):
-        return list(texts)
-    if isinstance(texts, (str, bytes)):
-        raise InputError("expected a list of strings, got a single " + type(texts).__name__ +
-                         " (wrap it in a list: embed([text]))")
-    if isinstance(texts, np.ndarray):
-        if texts.ndim != 1:
-            raise InputError(f"expected a 1-d list of strings, got an array of shape {texts.shape}")
-        return [t if not isinstance(t, np.str_) else str(t) for t in texts.tolist()]
-    if hasattr(texts, "__iter__") and not isinstance(texts, dict):
-        return list(texts)
-    raise InputError(f"expected a list of strings, got {type(texts).__name__}")
 
 
 class Encoder:
@@ -140,7 +131,7 @@ class Encoder:
             raise InputError(f"path must be a bundle directory (str or Path), got {type(path).__name__}")
 
         bundle = Bundle.load(path, verify=False)  # layout, manifest, config; hashes below, for what we read
-        name, spec, prec = cls._choose(bundle, spec, precision)
+        name, spec, prec = choose(bundle, spec, precision)
         if verify:
             bundle.verify((CONFIG, TOKENIZER, name))
         tokenizer = bundle.tokenizer(artifact=name, threads=threads)  # SentencePiece's pool follows threads too
@@ -158,40 +149,6 @@ class Encoder:
         enc._load_args = {"path": None if default else str(where), "backend": spec.name,
                           "threads": threads, "precision": prec, "device": device, "verify": verify}
         return enc
-
-    @staticmethod
-    def _choose(bundle: Bundle, spec: runtime.BackendSpec | None,
-                precision: str | None) -> tuple[str, runtime.BackendSpec, str]:
-        """(file, backend, precision) to load (``spec`` None: "auto"), or a clear error."""
-        present = [(s, f, p) for s in ([spec] if spec else runtime.backends()) for p, f in s.artifacts.items()
-                   if (precision is None or p == precision or s.any_precision) and bundle.has(f)]
-        if spec is not None:
-            if not present:
-                if spec.format is None:
-                    raise BundleError(f"{bundle.path}: bundle has no {' / '.join(spec.artifacts.values())}; "
-                                      f"{spec.missing}")
-                files = " / ".join(f for p, f in spec.artifacts.items() if precision in (None, p))
-                raise BundleError(f"{bundle.path}: bundle has no {spec.name} model ({files}); run "
-                                  f"{spec.export_hint(bundle.path)}")
-            if not spec.installed():
-                raise BackendUnavailable(f"the {spec.name} backend needs a runtime that is not installed: "
-                                         f"{spec.install}")
-            return present[0][1], spec, present[0][2]
-        for s, f, p in present:
-            if s.installed():
-                return f, s, p
-        if all(s.format is None for s, _, _ in present):
-            if bundle.has(WEIGHTS):
-                raise BackendUnavailable(
-                    f"{bundle.path}: bundle has no exported model and torch is not installed; run "
-                    f"lwx-edge export {bundle.path} --int8 (on a machine with lwx-edge[export]), "
-                    "or install lwx-edge[train] for the torch backend")
-            raise BundleError(f"{bundle.path}: bundle has no exported model; run lwx-edge export "
-                              f"{bundle.path} --int8, or install lwx-edge[train] for the torch backend")
-        have = ", ".join(f for _, f, _ in present)
-        needs = {s.name: s.install for s, _, _ in present}
-        raise BackendUnavailable(f"{bundle.path}: no installed runtime can run this bundle's models ({have}): "
-                                 + "; ".join(f"{n}: {how}" for n, how in needs.items()))
 
     # ------------------------------------------------------------------------------------------ identity
     @property
@@ -296,11 +253,11 @@ class Encoder:
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Number of tokens of each text before truncation (0 for a text with nothing to embed)."""
-        return list(self.tokenizer.encode(_as_text_list(texts), empty="keep").lengths_before)
+        return list(self.tokenizer.encode(as_text_list(texts), empty="keep").lengths_before)
 
     def truncated(self, texts: Sequence[str]) -> list[int]:
         """Indices of the texts that ``embed`` would cut at the model's max length (without embedding)."""
-        return list(self.tokenizer.encode(_as_text_list(texts), empty="keep").truncated)
+        return list(self.tokenizer.encode(as_text_list(texts), empty="keep").truncated)
 
     # ------------------------------------------------------------------------------------------ embedding
     def embed(self, texts: Sequence[str] | str, batch_size: int = 32, normalize: bool = True,
@@ -309,7 +266,7 @@ class Encoder:
         string -> one vector [d]; an empty list -> an empty [0, d] array.
 
         Texts are sorted by length and split into batches of at most ``batch_size`` rows where padding
-        would cost more than another backend call (:func:`lwx_edge.batching.plan_batches`); the order is
+        would cost more than another backend call (:func:`lwx_edge.sub_batches.plan_batches`); the order is
         restored, and a text's vector does not depend on the batch it ran in.
         Inputs longer than the model's max length keep their head; their indices are in
         ``self.last_truncated`` and, with ``truncation="warn"`` (default), a ``TruncationWarning`` says so;
@@ -333,7 +290,7 @@ class Encoder:
         if empty not in ("warn", "ignore", "error"):
             raise InputError(f"empty must be 'warn', 'ignore' or 'error', got {empty!r}")
         single = isinstance(texts, str)
-        texts = [texts] if single else _as_text_list(texts)
+        texts = [texts] if single else as_text_list(texts)
         if not texts:
             self.last_truncated, self.last_empty = [], []
             return np.zeros((0, dims or self.dim or 0), dtype=np.float32)
@@ -426,92 +383,25 @@ class Encoder:
                              "exported model outputs one pooled vector per text, no token embeddings); use "
                              "output_value='sentence_embedding'")
         if precision != "float32":
-            what = ("quantised outputs are not offered" if precision in _ST_PRECISIONS
-                    else f"choose one of {', '.join(_ST_PRECISIONS)}; only 'float32' is offered")
+            what = ("quantised outputs are not offered" if precision in ST_PRECISIONS
+                    else f"choose one of {', '.join(ST_PRECISIONS)}; only 'float32' is offered")
             raise InputError(f"precision={precision!r}: {what}; the vectors are float32 (Encoder.load(precision=...) "
                              "picks the model's weights, not the output's; lwx_edge.Index stores vectors as int8)")
         if pool is not None or chunk_size is not None:
             raise InputError("pool= and chunk_size= (sentence-transformers' multi-process encoding) are not "
                              "supported: one Encoder already runs on every core; for several processes, pickle "
                              "it (joblib.Parallel, scikit-learn's n_jobs) and call encode in each")
-        self._check_device(device)
-        text_prompt = self._prompt(prompt_name, prompt)
-        dims = self._truncate_dim(truncate_dim)
+        check_device(device, self.device, self.backend_name)
+        text_prompt = prompt_text(self.prompts, self.default_prompt_name, prompt_name, prompt)
+        dims = checked_truncate_dim(truncate_dim, self.dim)
         want_torch = bool(convert_to_tensor) or not convert_to_numpy
-        torch: Any = _torch() if want_torch else None  # refused before any work when torch is missing
+        if want_torch:  # refused before any work when torch is missing
+            torch_module()
         vecs = self._embed(sentences, batch_size, normalize_embeddings, bool(show_progress_bar),
                            kwargs.get("truncation", "warn"), kwargs.get("empty", "warn"), prompt=text_prompt,
                            dims=dims, stacklevel=3)
-        if not want_torch:
-            return vecs
-        tensor = torch.from_numpy(vecs)
-        if convert_to_tensor or tensor.ndim == 1:
-            return tensor
-        return list(tensor)  # sentence-transformers' convert_to_numpy=False: a list of 1-d tensors
+        return torch_outputs(vecs, bool(convert_to_tensor)) if want_torch else vecs
 
-    def _check_device(self, device: object) -> None:
-        if device is None:
-            return
-        if isinstance(device, (list, tuple)):
-            raise InputError(f"device={list(device)!r} (sentence-transformers' multi-process encoding) is not "
-                             "supported; pass device=None")
-        name = str(device)
-
-        def where(d: str) -> tuple[str, str]:  # "cuda" is "cuda:0"; every "cpu" is the CPU
-            kind, _, index = d.partition(":")
-            return (kind, "" if kind == "cpu" else index or "0")
-
-        if where(name) == where(self.device):
-            return
-        raise InputError(f"device={name!r}: this Encoder runs on {self.device!r} (the {self.backend_name} "
-                         "backend; ONNX and ExecuTorch run on the CPU only) and cannot move per call; pass "
-                         f"device=None or {self.device!r} (a bundle with weights can be loaded on a GPU: "
-                         "Encoder.load(path, backend='torch', device='cuda'))")
-
-    def _prompt(self, prompt_name: object, prompt: object) -> str:
-        if prompt is not None:  # as sentence-transformers: prompt wins over prompt_name
-            if not isinstance(prompt, str):
-                raise InputError(f"prompt must be a string, got {type(prompt).__name__}")
-            return prompt
-        if prompt_name is not None:
-            if isinstance(prompt_name, str) and prompt_name in self.prompts:
-                return self.prompts[prompt_name]
-            names = ", ".join(repr(n) for n in self.prompts) or "none"
-            hint = (" (encode's second positional argument is prompt_name, as in sentence-transformers: pass "
-                    f"batch_size={prompt_name!r} by keyword)" if isinstance(prompt_name, numbers.Number) else "")
-            raise InputError(f"prompt_name={prompt_name!r}: this Encoder has no such prompt (its prompts: "
-                             f"{names}); set enc.prompts = {{'query': 'query: '}} or pass prompt='...'{hint}")
-        if self.default_prompt_name is not None:
-            return self.prompts.get(self.default_prompt_name, "")
-        return ""
-
-    def _truncate_dim(self, k: int | None) -> int | None:
-        if k is None:
-            return None
-        d = self.dim
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 or (d is not None and k > d):
-            raise InputError(f"truncate_dim must be an integer from 1 to {d} (the vector size) or None, "
-                             f"got {k!r}")
-        return int(k)
-
-    # ------------------------------------------------------------------------------------------ helpers
-    def _vectors(self, x: Any, batch_size: int) -> tuple[np.ndarray, bool]:
-        """(2-d normalised vectors, was_single) for texts, one text, or precomputed vectors."""
-        if isinstance(x, str):
-            return self.embed([x], batch_size=batch_size), True
-        if isinstance(x, np.ndarray) and x.dtype.kind in "fiu":
-            return x, x.ndim == 1
-        if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch tensor (encode(convert_to_tensor=True))
-            arr = x.detach().cpu().float().numpy()
-            return arr, arr.ndim == 1
-        items = _as_text_list(x)
-        if items and all(isinstance(t, str) for t in items):
-            return self.embed(items, batch_size=batch_size), False
-        if items and not isinstance(items[0], str):
-            arr = np.asarray(items)
-            if arr.dtype.kind in "fiu":
-                return arr, arr.ndim == 1
-        return self.embed(items, batch_size=batch_size), False  # raises the precise InputError
 
     @overload
     def similarity(self, a: str, b: str, batch_size: int = ...) -> float: ...
@@ -529,8 +419,11 @@ class Encoder:
         [n_a, n_b]. A zero vector (a text with nothing to embed) has cosine 0 with everything."""
         from .search import similarity
 
-        va, sa = self._vectors(a, batch_size)
-        vb, sb = self._vectors(b, batch_size)
+        def embed(texts: list[str]) -> np.ndarray:
+            return self.embed(texts, batch_size=batch_size)
+
+        va, sa = as_vectors(a, embed)
+        vb, sb = as_vectors(b, embed)
         s = similarity(va[0] if sa and va.ndim == 2 else va, vb[0] if sb and vb.ndim == 2 else vb)
         return s
 
@@ -542,22 +435,17 @@ class Encoder:
         scores)``, arrays [n_queries, k] sorted best first (1-d for a single query)."""
         from .search import search
 
-        q, single = self._vectors(queries, batch_size)
-        c, _ = self._vectors(corpus, batch_size)
+        def embed(texts: list[str]) -> np.ndarray:
+            return self.embed(texts, batch_size=batch_size)
+
+        q, single = as_vectors(queries, embed)
+        c, _ = as_vectors(corpus, embed)
         return search(q[0] if single and q.ndim == 2 else q, c, top_k=top_k)
 
 
 def _shown(indices: list[int], limit: int = 10) -> str:
     return ", ".join(str(i) for i in indices[:limit]) + (" ..." if len(indices) > limit else "")
 
-
-def _torch() -> Any:
-    """torch, imported on demand (never at module import: the base install is torch-free)."""
-    try:
-        return importlib.import_module("torch")
-    except ImportError:
-        raise InputError("convert_to_tensor=True and convert_to_numpy=False return torch tensors, and torch is "
-                         "not installed (pip install torch); leave them at their defaults for a numpy array") from None
 
 
 # Encoders re-opened by unpickling in this process, by how they were loaded: joblib sends the pickled Encoder with

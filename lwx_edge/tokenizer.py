@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import sentencepiece as spm
 
-from ._io import atomic_file
+from .atomic import atomic_file
 from .errors import InputError, LwxError
 from .text import blank, normalize
 

@@ -106,8 +106,8 @@ def teacher_threads(monkeypatch):
 def make_tiny_bundle(tiny_corpus, out, seed: int = 0, max_len: int = 48):
     """A random 32-d encoder with the tiny corpus' tokenizer, saved as a bundle (torch needed)."""
     torch = pytest.importorskip("torch")
-    from lwx_edge.checkpoint import save_bundle
-    from lwx_edge.model import ModelConfig, SentenceEncoder
+    from lwx_edge.training.checkpoint import save_bundle
+    from lwx_edge.training.model import ModelConfig, SentenceEncoder
 
     torch.manual_seed(seed)
     enc = SentenceEncoder(ModelConfig(vocab_size=160, d_model=32, n_heads=4, d_ff=64, max_len=max_len)).eval()

@@ -1,6 +1,6 @@
 """Fault injection for tests: run a write in a subprocess and SIGKILL it at a named step.
 
-The steps are those of the atomic writers in ``lwx_edge/_io.py``, selected with ``LWX_EDGE_FAULT=STEP[@NAME][#N]``
+The steps are those of the atomic writers in ``lwx_edge/atomic.py``, selected with ``LWX_EDGE_FAULT=STEP[@NAME][#N]``
 (``NAME``: the file or directory being written; ``N``: the N-th time that step is reached, default the first):
 
     file:written   the temporary file is complete          dir:written    the temporary directory is complete

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from lwx_edge.bundle import BundleError
-from lwx_edge.heads.io import HeadError
+from lwx_edge.heads.persistence import HeadError
 
 
 @dataclass
@@ -58,7 +58,7 @@ def write(d: Path, name: str, obj) -> None:
 
 def rehash(d: Path) -> None:
     """Make the manifest vouch for the files as they are now (the damage is then only in their content)."""
-    from lwx_edge.bundle import sha256_file
+    from lwx_edge.atomic import sha256_file
 
     m = read(d, "manifest.json")
     for rel, e in m["files"].items():
@@ -384,7 +384,7 @@ def head_meta(fn):
 def npz(fn):
     """Rewrite head.npz with ``fn(arrays)`` and record its new sha256 in head.json (only the content is bad)."""
     def mutate(d, out):
-        from lwx_edge.bundle import sha256_file
+        from lwx_edge.atomic import sha256_file
 
         with np.load(d / "head.npz", allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

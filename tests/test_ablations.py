@@ -16,11 +16,11 @@ spec.loader.exec_module(ablations)
 
 def configured(name: str, tmp_path, monkeypatch):
     """The TrainConfig that ``lwx-edge train`` builds from a variant's command line (training stubbed out)."""
-    import lwx_edge.train
+    import lwx_edge.training.trainer
     from lwx_edge.cli import app
 
     seen = []
-    monkeypatch.setattr(lwx_edge.train, "train", lambda cfg, resume=False: seen.append(cfg) or {})
+    monkeypatch.setattr(lwx_edge.training.trainer, "train", lambda cfg, resume=False: seen.append(cfg) or {})
     args = ["train", *ablations.configs(name), "--out", str(tmp_path), "--max-steps", "600"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

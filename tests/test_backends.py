@@ -28,7 +28,7 @@ class NpzBackend:
     def __init__(self, path):
         import torch
 
-        from lwx_edge.model import ModelConfig, SentenceEncoder
+        from lwx_edge.training.model import ModelConfig, SentenceEncoder
 
         with np.load(path) as z:
             config = json.loads(str(z["config"]))

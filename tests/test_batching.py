@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from lwx_edge.batching import plan_batches, plan_cost
+from lwx_edge.sub_batches import plan_batches, plan_cost
 
 
 def brute_force(lengths, max_batch, overhead):

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from lwx_edge import Encoder
-from lwx_edge.bundle import Bundle, atomic_file, recover_dir
-from lwx_edge.checkpoint import save_bundle
+from lwx_edge.atomic import atomic_file, recover_dir
+from lwx_edge.bundle import Bundle
 from lwx_edge.errors import BundleError, InputError
-from lwx_edge.model import ModelConfig, SentenceEncoder
+from lwx_edge.training.checkpoint import save_bundle
+from lwx_edge.training.model import ModelConfig, SentenceEncoder
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def test_a_write_killed_between_the_two_renames_is_recovered(bundle_dir, tmp_pat
 
 
 def test_atomic_writes_keep_links_and_special_files_and_refuse_clearly(tmp_path):
-    from lwx_edge.bundle import write_text_atomic
+    from lwx_edge.atomic import write_text_atomic
 
     (tmp_path / "target.txt").write_text("old")
     (tmp_path / "link.txt").symlink_to(tmp_path / "target.txt")

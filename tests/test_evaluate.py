@@ -275,8 +275,8 @@ def test_bootstrap_balanced_accuracy_centres_on_the_score_and_narrows_with_more_
 
 def test_eval_warns_loudly_about_a_collapsed_model_and_still_scores_it(corpus, tiny_corpus, tmp_path):
     torch = pytest.importorskip("torch")
-    from lwx_edge.checkpoint import save_bundle
-    from lwx_edge.model import ModelConfig, SentenceEncoder
+    from lwx_edge.training.checkpoint import save_bundle
+    from lwx_edge.training.model import ModelConfig, SentenceEncoder
 
     torch.manual_seed(0)
     enc = SentenceEncoder(ModelConfig(vocab_size=160, d_model=32, n_heads=4, d_ff=64, max_len=48)).eval()

@@ -72,7 +72,7 @@ FLIPS = """
 import json, random, sys
 from pathlib import Path
 from lwx_edge import Encoder
-from lwx_edge.bundle import sha256_file
+from lwx_edge.atomic import sha256_file
 from lwx_edge.errors import LwxError
 
 bundle = Path(sys.argv[1])

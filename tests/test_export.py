@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from lwx_edge.bundle import Bundle, sha256_file, write_manifest
-from lwx_edge.checkpoint import load_encoder, save_bundle
+from lwx_edge.atomic import sha256_file
+from lwx_edge.bundle import Bundle, write_manifest
 from lwx_edge.errors import BundleError, InputError
-from lwx_edge.model import ModelConfig, SentenceEncoder
 from lwx_edge.tokenizer import Tokenizer, train_tokenizer
+from lwx_edge.training.checkpoint import load_encoder, save_bundle
+from lwx_edge.training.model import ModelConfig, SentenceEncoder
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_LEN = 32
@@ -542,8 +543,8 @@ def test_a_collapsed_model_is_refused_with_what_it_means_unless_allowed(tiny_tok
 
 
 def test_a_4bit_token_table_exports_exactly_and_reads_back(tiny_tokenizer, tmp_path):
-    from lwx_edge.model import snap_to_int4
-    from lwx_edge.warmstart import dequantize_onnx
+    from lwx_edge.training.model import snap_to_int4
+    from lwx_edge.training.transfer import dequantize_onnx
 
     torch.manual_seed(1)
     enc = SentenceEncoder(ModelConfig(vocab_size=300, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN,
@@ -574,7 +575,7 @@ def test_a_4bit_token_table_exports_exactly_and_reads_back(tiny_tokenizer, tmp_p
 
 def test_the_fp32_artefact_of_a_4bit_table_holds_the_rows_as_floats(tiny_tokenizer, tmp_path):
     from lwx_edge.export.graph import ExportEncoder, Int4Embedding
-    from lwx_edge.model import snap_to_int4
+    from lwx_edge.training.model import snap_to_int4
 
     torch.manual_seed(2)
     enc = SentenceEncoder(ModelConfig(vocab_size=300, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN,
@@ -589,8 +590,8 @@ def test_the_fp32_artefact_of_a_4bit_table_holds_the_rows_as_floats(tiny_tokeniz
 
 
 def test_a_factorised_4bit_table_exports_and_reads_back(tiny_tokenizer, tmp_path):
-    from lwx_edge.model import snap_to_int4
-    from lwx_edge.warmstart import dequantize_onnx
+    from lwx_edge.training.model import snap_to_int4
+    from lwx_edge.training.transfer import dequantize_onnx
 
     torch.manual_seed(3)
     cfg = ModelConfig(vocab_size=300, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN, table_bits=4, table_rank=32)

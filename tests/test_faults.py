@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from faults import DIR_STEPS, FILE_STEPS, NEW_AFTER, assert_killed, hidden, run_cli, run_python
-from lwx_edge._io import atomic_dir, recover_dir, write_text_atomic
+from lwx_edge.atomic import atomic_dir, recover_dir, write_text_atomic
 from lwx_edge.bundle import Bundle
 
 # ------------------------------------------------------------------------------------------ the writers
@@ -18,7 +18,7 @@ from lwx_edge.bundle import Bundle
 def test_a_file_write_killed_at_each_step_leaves_the_old_or_the_new_file(tmp_path, step):
     target = tmp_path / "notes.txt"
     target.write_text("old")
-    r = run_python(f"from lwx_edge._io import write_text_atomic; write_text_atomic({str(target)!r}, 'new')",
+    r = run_python(f"from lwx_edge.atomic import write_text_atomic; write_text_atomic({str(target)!r}, 'new')",
                    fault=f"{step}@notes.txt")
     assert_killed(r)
     assert target.read_text() == ("new" if step in NEW_AFTER else "old")
@@ -32,7 +32,7 @@ def old_dir_and_writer(tmp_path):
     with atomic_dir(target) as tmp:
         (tmp / "a.txt").write_text("old")
     code = f"""
-        from lwx_edge._io import atomic_dir
+        from lwx_edge.atomic import atomic_dir
         with atomic_dir({str(target)!r}) as tmp:
             (tmp / "a.txt").write_text("new")
     """
@@ -54,7 +54,7 @@ def test_a_directory_write_killed_at_each_step_leaves_the_old_or_the_new_one(tmp
 def test_the_fault_hook_counts_and_names_its_target(tmp_path):
     """``#N`` fires the N-th time; another file's write of the same step does not count."""
     code = f"""
-        from lwx_edge._io import write_text_atomic
+        from lwx_edge.atomic import write_text_atomic
         for i in range(3):
             write_text_atomic({str(tmp_path / 'other.txt')!r}, str(i))
             write_text_atomic({str(tmp_path / 'x.txt')!r}, str(i))
@@ -174,8 +174,9 @@ def test_an_export_in_place_killed_at_each_step_keeps_a_verified_bundle(tiny_bun
                                   "dir:renamed@checkpoint#2"])                                # moves nothing)
 def test_training_killed_while_saving_a_checkpoint_resumes_from_the_last_complete_one(tiny_corpus, tmp_path,
                                                                                       step):
-    from lwx_edge.model import ModelConfig
-    from lwx_edge.train import TrainConfig, train
+    from lwx_edge.training.config import TrainConfig
+    from lwx_edge.training.model import ModelConfig
+    from lwx_edge.training.trainer import train
 
     run = tmp_path / "run"
     cfg = TrainConfig(corpus=[str(tiny_corpus["train_fr"])], out_dir=str(run), tokenizer=str(tiny_corpus["tokenizer"]),

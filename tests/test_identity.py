@@ -10,9 +10,10 @@ from conftest import make_tiny_bundle
 
 from hostile import rehash
 from lwx_edge import Encoder
-from lwx_edge.bundle import Bundle, sha256_file
+from lwx_edge.atomic import sha256_file
+from lwx_edge.bundle import Bundle
 from lwx_edge.heads import HeadError, LogisticHead, load_head
-from lwx_edge.heads.io import encoder_identity
+from lwx_edge.heads.persistence import encoder_identity
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")

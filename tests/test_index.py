@@ -178,7 +178,7 @@ def test_cli_add_search_info_delete(tiny_bundle, tmp_path):
 
 
 def test_equal_scores_come_in_row_order_across_chunks(enc, tmp_path, monkeypatch):
-    import lwx_edge.index as index_mod
+    import lwx_edge.index.search as index_mod
 
     monkeypatch.setattr(index_mod, "_CHUNK_ROWS", 3)  # ties split over several chunks
     rng = np.random.default_rng(0)

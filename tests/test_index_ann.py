@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import pytest
 
-from lwx_edge import _ann
 from lwx_edge.errors import BackendUnavailable
 from lwx_edge.index import Index
+from lwx_edge.index import ann as _ann
 
 DIM = 256
 
@@ -57,7 +57,7 @@ def test_recall_at_10_against_exact(big, monkeypatch):
         assert [h.score for h in a] == sorted((h.score for h in a), reverse=True)
     assert _ann.sidecar_path(ix.path).is_file()
     # approximate=None: exact below APPROX_MIN_ITEMS, the graph from there on
-    import lwx_edge.index as index_mod
+    import lwx_edge.index.search as index_mod
 
     calls = []
     real = Index._search_graph
@@ -157,7 +157,7 @@ def _generation(path):
 
 
 def test_without_the_extra_search_is_exact_and_true_names_the_extra(tmp_path, monkeypatch):
-    import lwx_edge.index as index_mod
+    import lwx_edge.index.search as index_mod
 
     monkeypatch.setitem(sys.modules, "usearch", None)  # import usearch -> ImportError
     monkeypatch.setitem(sys.modules, "usearch.index", None)

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import lwx_edge.index as index_mod
-from lwx_edge import _ann
+import lwx_edge.index.sqlite as index_mod
 from lwx_edge.errors import InputError, LwxError
 from lwx_edge.index import Index, IndexFileError
+from lwx_edge.index import ann as _ann
 
 DIM = 64
 
@@ -73,7 +73,7 @@ SIDE_SCRIPT = textwrap.dedent("""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s")
     from test_index_hostile import FakeEncoder
     from lwx_edge.index import Index
-    from lwx_edge import _ann
+    from lwx_edge.index import ann as _ann
     builds = []
     real = _ann.Graph.build
     # one thread: the same graph as the intact sidecar's, built the same way

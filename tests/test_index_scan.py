@@ -1,4 +1,4 @@
-"""The integer first pass of Index's exact search (lwx_edge._scan): exact integer scores, no missed row."""
+"""The integer first pass of Index's exact search (lwx_edge.index.scan): exact integer scores, no missed row."""
 from __future__ import annotations
 
 import sys
@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import lwx_edge.index as index_mod
-from lwx_edge._scan import BLOCK_ROWS, DIM, TEMPLATE, Int8Scan
+import lwx_edge.index.search as index_mod
 from lwx_edge.index import Index, quantize
+from lwx_edge.index.scan import BLOCK_ROWS, DIM, TEMPLATE, Int8Scan
 
 
 class FakeEncoder:

@@ -7,10 +7,11 @@ from dataclasses import fields
 import pytest
 import torch
 
-from lwx_edge.losses import LOSSES
-from lwx_edge.losses.registry import active, gathered
-from lwx_edge.model import DualEncoderModel, ModelConfig
-from lwx_edge.train import LossWeights, TrainConfig, compute_losses, loss_inputs
+from lwx_edge.training.config import LossWeights, TrainConfig
+from lwx_edge.training.losses import LOSSES
+from lwx_edge.training.losses.registry import active, gathered
+from lwx_edge.training.model import DualEncoderModel, ModelConfig
+from lwx_edge.training.objective import compute_losses, loss_inputs
 
 
 def test_every_weight_has_exactly_one_loss():
@@ -74,7 +75,7 @@ def test_under_ddp_batch_level_terms_see_the_global_batch(monkeypatch):
 def test_ddp_looks_for_unused_parameters_exactly_when_a_part_gets_no_gradient(tiny_corpus, tmp_path, weights, unused):
     from test_train import tiny_config
 
-    from lwx_edge.train import Trainer
+    from lwx_edge.training.trainer import Trainer
 
     cfg = tiny_config(tiny_corpus, tmp_path / "run")
     for k, v in weights.items():

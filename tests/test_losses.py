@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lwx_edge.errors import InputError
-from lwx_edge.losses import (
+from lwx_edge.training.losses import (
     alignment_loss,
     distance_constraint_loss,
     distillation_loss,
@@ -339,7 +339,7 @@ def test_distillation_loss_by_hand():
 
 
 def test_output_space_distillation_is_two_minus_twice_the_cosine():
-    from lwx_edge.losses import output_targets
+    from lwx_edge.training.losses import output_targets
 
     u = t([[3, 4], [-1, 0], [0.5, 0.5]])
     teacher = t([[1, 0], [0, 2], [1, 1]])

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from lwx_edge.model import DualEncoderModel, ModelConfig, SentenceEncoder
+from lwx_edge.training.model import DualEncoderModel, ModelConfig, SentenceEncoder
 
 TINY = ModelConfig(vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=16, dropout=0.0)
 
@@ -109,7 +109,7 @@ def test_center_output_removes_the_mean_and_keeps_the_distillation_projection():
 
 
 def test_the_4bit_table_grid_is_idempotent_and_close():
-    from lwx_edge.model import int4_grid, snap_to_int4
+    from lwx_edge.training.model import int4_grid, snap_to_int4
 
     table = torch.randn(50, 64)
     snapped = snap_to_int4(table)
@@ -136,7 +136,7 @@ def test_the_4bit_table_grid_is_idempotent_and_close():
 
 
 def test_factorize_table_recovers_a_low_rank_table_and_spends_the_rank_on_heavy_rows():
-    from lwx_edge.model import factorize_table
+    from lwx_edge.training.model import factorize_table
 
     g = torch.Generator().manual_seed(0)
     exact = torch.randn(60, 6, generator=g) @ torch.randn(6, 32, generator=g) + torch.randn(32, generator=g)
@@ -164,7 +164,7 @@ def test_a_factorised_table_reads_its_rows_through_one_map_and_the_head_stays_ti
     assert enc.tok.weight.shape == (50, 32) and enc.tok_proj.weight.shape == (64, 32)
     assert model.generative_head.table_proj is enc.tok_proj and model.generative_head.token_table is enc.tok
     ids, mask = torch.randint(3, 50, (4, 6)), torch.ones(4, 6, dtype=torch.long)
-    from lwx_edge.model import snap_to_int4
+    from lwx_edge.training.model import snap_to_int4
 
     with torch.no_grad():
         want = enc.tok_proj(snap_to_int4(enc.tok.weight))[ids]
@@ -204,7 +204,7 @@ def test_load_weights_moves_a_table_between_full_width_and_a_rank():
 def test_a_checkpoint_of_a_factorised_table_stores_the_tied_head_once_and_restores_it(tmp_path):
     from safetensors.numpy import load_file
 
-    from lwx_edge.checkpoint import load_checkpoint, save_checkpoint
+    from lwx_edge.training.checkpoint import load_checkpoint, save_checkpoint
 
     cfg = ModelConfig(vocab_size=50, d_model=64, n_heads=4, d_ff=64, table_bits=4, table_rank=32, dropout=0.0)
     model = DualEncoderModel(cfg)

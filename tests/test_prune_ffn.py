@@ -9,7 +9,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from prune_ffn import neuron_scores, prune_ffn  # noqa: E402
 
-from lwx_edge.model import ModelConfig, SentenceEncoder  # noqa: E402
+from lwx_edge.training.model import ModelConfig, SentenceEncoder  # noqa: E402
 
 
 class Ids:

@@ -9,7 +9,7 @@ import pytest
 from test_readme import blocks, commands, section
 from typer.testing import CliRunner
 
-from lwx_edge.train import TrainConfig
+from lwx_edge.training.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "recipes" / "default.json"
@@ -17,11 +17,11 @@ DEFAULT = REPO / "recipes" / "default.json"
 
 def configured(args, monkeypatch) -> TrainConfig:
     """The TrainConfig that ``lwx-edge train ARGS`` builds, run from the repository root (training stubbed out)."""
-    import lwx_edge.train
+    import lwx_edge.training.trainer
     from lwx_edge.cli import app
 
     seen = []
-    monkeypatch.setattr(lwx_edge.train, "train", lambda cfg, resume=False: seen.append(cfg) or {})
+    monkeypatch.setattr(lwx_edge.training.trainer, "train", lambda cfg, resume=False: seen.append(cfg) or {})
     monkeypatch.chdir(REPO)
     result = CliRunner().invoke(app, ["train", *args])
     assert result.exit_code == 0, result.output

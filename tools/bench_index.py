@@ -62,9 +62,10 @@ def vector_chunks(n: int, real, seed: int = 0, chunk: int = 100_000):
 def worker(size: int, cache: Path, queries: int, threads: int) -> dict:
     import numpy as np
 
-    import lwx_edge.index as index_mod
-    from lwx_edge import Encoder, _ann
+    import lwx_edge.index.search as index_mod
+    from lwx_edge import Encoder
     from lwx_edge.index import Index
+    from lwx_edge.index import ann as _ann
 
     data = np.load(cache)
     real = data["vectors"]
@@ -162,7 +163,7 @@ def main() -> None:
     from bench_app import command_line, cpu_info
 
     from lwx_edge import Encoder
-    from lwx_edge.bundle import write_json_atomic, write_text_atomic
+    from lwx_edge.atomic import write_json_atomic, write_text_atomic
     from lwx_edge.index import Index, dequantize, quantize
 
     command = command_line(__file__)

@@ -3,7 +3,7 @@ with several values of ``backend.call_overhead``, one process, the values in alt
 
     python tools/bench_overhead.py onnx --values 16,6,4,3 --rounds 9 --out benchmarks/bench_overhead_onnx.json
 
-The planner (``lwx_edge.batching.plan_batches``) splits a batch where padding would cost more than another call;
+The planner (``lwx_edge.sub_batches.plan_batches``) splits a batch where padding would cost more than another call;
 too high an overhead merges texts of different lengths and pays for padding, too low one pays for calls. Reported
 per value: sentences/s (CPU time, median over rounds) and the median over rounds of the speed ratio to the first
 value in the same round. The JSON records the CPU, as ``tools/bench_app.py`` does.
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from bench_app import app_texts, command_line, cpu_info, runtime_versions  # noqa: E402
 
 from lwx_edge import Encoder  # noqa: E402
-from lwx_edge._io import write_json_atomic  # noqa: E402
+from lwx_edge.atomic import write_json_atomic  # noqa: E402
 
 
 def main() -> None:

@@ -63,7 +63,7 @@ def peak_mb() -> float:
 
 def texts_by_kind() -> dict[str, list[str]]:
     sys.path.insert(0, str(ROOT))
-    from lwx_edge.export.probe import probe_texts
+    from lwx_edge.probe import probe_texts
 
     recs = probe_texts()
     return {"short": [r["text"] for r in recs if r["kind"] == "short"],
@@ -124,7 +124,7 @@ def worker(runtime: str, bundle: Path, threads: int, seconds: float, batch: int)
             torch.set_num_interop_threads(1)
             imported = rss_mb()
             t0 = time.perf_counter()
-            from lwx_edge.checkpoint import load_encoder
+            from lwx_edge.training.checkpoint import load_encoder
 
             enc = load_encoder(b)
 
@@ -258,9 +258,9 @@ def ddtp_texts(limit_per_lang: int = 60000) -> list[str]:
 def make_random_bundle(path: Path, vocab: int) -> None:
     import torch
 
-    from lwx_edge.checkpoint import save_bundle
-    from lwx_edge.model import ModelConfig, SentenceEncoder
     from lwx_edge.tokenizer import train_tokenizer
+    from lwx_edge.training.checkpoint import save_bundle
+    from lwx_edge.training.model import ModelConfig, SentenceEncoder
 
     texts = ddtp_texts()
     if len(texts) < 1000:
@@ -297,8 +297,8 @@ def measure_arena(bundle: Path, grid: list[tuple[int, int]]) -> list[dict]:
 
     from lwx_edge._quiet import quiet
     from lwx_edge.bundle import Bundle
-    from lwx_edge.checkpoint import load_encoder
     from lwx_edge.export.executorch import export_pte
+    from lwx_edge.training.checkpoint import load_encoder
 
     enc = load_encoder(Bundle.load(bundle))
     rows = []
@@ -426,7 +426,7 @@ def main() -> None:
     if args.render:
         res = json.loads(Path(args.render).read_text())
         md = markdown(res)
-        from lwx_edge.bundle import write_text_atomic
+        from lwx_edge.atomic import write_text_atomic
 
         write_text_atomic(Path(args.render).with_suffix(".md"), md + "\n")
         print(md)
@@ -505,7 +505,7 @@ def main() -> None:
         "batch": args.batch, "seconds_per_workload": args.seconds,
         "texts": {"short": len(kinds["short"]), "long": len(kinds["long"]),
                   "short_tokens_mean": mean_tokens(kinds["short"]), "long_tokens_mean": mean_tokens(kinds["long"]),
-                  "source": "lwx_edge.export.probe (en/fr/de/es/it)",
+                  "source": "lwx_edge.probe (en/fr/de/es/it)",
                   "stream": len(stream_texts()), "stream_tokens_mean": mean_tokens(stream_texts()),
                   "stream_source": "short package descriptions from the apt lists (Translation-en/fr/de/es/it)"},
         "notes": ["each runtime/thread setting runs in a fresh subprocess; peak RSS = ru_maxrss of that process",
@@ -525,7 +525,7 @@ def main() -> None:
         res["arena"] = measure_arena(args.bundle, [(1, 200), (4, 200), (8, 200), (16, 200), (32, 200), (64, 200),
                                                    (16, 128), (16, 64)])
     res["targets"] = targets(res)
-    from lwx_edge.bundle import write_json_atomic, write_text_atomic
+    from lwx_edge.atomic import write_json_atomic, write_text_atomic
 
     write_json_atomic(args.out, res)
     md = markdown(res)

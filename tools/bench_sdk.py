@@ -29,7 +29,7 @@ ARTEFACTS = [("onnx", "int8"), ("onnx", "fp32"), ("executorch", "int8"), ("execu
 
 
 def texts(n: int) -> list[str]:
-    from lwx_edge.export.probe import probe_texts
+    from lwx_edge.probe import probe_texts
 
     base = [r["text"] for r in probe_texts()]
     return [base[i % len(base)] for i in range(n)]
@@ -117,7 +117,7 @@ def main() -> None:
     res = {"bundle": str(a.bundle), "machine": {**cpu_info(), "python": platform.python_version()},
            "command": "python tools/bench_sdk.py " + " ".join(sys.argv[1:]), "results": results}
     sys.path.insert(0, str(ROOT))
-    from lwx_edge.bundle import write_json_atomic, write_text_atomic
+    from lwx_edge.atomic import write_json_atomic, write_text_atomic
 
     write_json_atomic(a.out, res)
     write_text_atomic(a.out.with_suffix(".md"), markdown(res) + "\n")

@@ -21,9 +21,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from lwx_edge.bundle import write_json_atomic  # noqa: E402
-from lwx_edge.model import DualEncoderModel, ModelConfig  # noqa: E402
-from lwx_edge.train import LossWeights, TrainConfig, compute_losses, total_loss  # noqa: E402
+from lwx_edge.atomic import write_json_atomic  # noqa: E402
+from lwx_edge.training.config import LossWeights, TrainConfig  # noqa: E402
+from lwx_edge.training.model import DualEncoderModel, ModelConfig  # noqa: E402
+from lwx_edge.training.objective import compute_losses, total_loss
 
 
 def make_batch(n: int, length: int, vocab: int, mono: int, teacher_dim: int, device, rng) -> dict:

@@ -17,7 +17,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lwx_edge._io import write_json_atomic  # noqa: E402
+from lwx_edge.atomic import write_json_atomic  # noqa: E402
 from lwx_edge.evaluate import nearest, tsv_pairs  # noqa: E402
 
 BINS = ((1, 2), (3, 5), (6, 10), (11, None))

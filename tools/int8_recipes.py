@@ -81,10 +81,10 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     from bench_app import app_texts, command_line, cpu_info, simd_text
 
     from lwx_edge import Encoder
-    from lwx_edge.bundle import write_json_atomic, write_text_atomic
+    from lwx_edge.atomic import write_json_atomic, write_text_atomic
     from lwx_edge.export.onnx import export_onnx
     from lwx_edge.runtime.onnx_backend import OnnxBackend
-    from lwx_edge.warmstart import encoder_weights
+    from lwx_edge.training.transfer import encoder_weights
 
     torch.set_num_threads(args.threads)
     command = command_line(__file__)
@@ -94,7 +94,7 @@ def main() -> None:  # noqa: C901 - one linear benchmark script, step by step
     work = Path(tempfile.mkdtemp(prefix="lwx-int8-"))
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    from lwx_edge.model import SentenceEncoder
+    from lwx_edge.training.model import SentenceEncoder
 
     state, config, _ = encoder_weights(args.bundle)
     model = SentenceEncoder(config).eval()

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from lwx_edge.checkpoint import save_bundle  # noqa: E402
 from lwx_edge.errors import LwxError  # noqa: E402
-from lwx_edge.model import SentenceEncoder  # noqa: E402
 from lwx_edge.tokenizer import Tokenizer  # noqa: E402
-from lwx_edge.warmstart import encoder_weights  # noqa: E402
+from lwx_edge.training.checkpoint import save_bundle  # noqa: E402
+from lwx_edge.training.model import SentenceEncoder  # noqa: E402
+from lwx_edge.training.transfer import encoder_weights  # noqa: E402
 
 
 def interpolate(start: dict[str, np.ndarray], tuned: dict[str, np.ndarray], alpha: float) -> dict[str, np.ndarray]:

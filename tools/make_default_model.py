@@ -48,7 +48,8 @@ def main() -> None:
     if a.bundle is None:
         ap.error("a bundle is required (or --attach)")
 
-    from lwx_edge.bundle import WEIGHTS, Bundle, atomic_dir
+    from lwx_edge.atomic import atomic_dir
+    from lwx_edge.bundle import WEIGHTS, Bundle
     from lwx_edge.export import export_bundle
 
     src = Bundle.load(a.bundle)
@@ -88,7 +89,8 @@ def write_with_card(d: Path, info: dict) -> None:
 
 def attach(model_dir: Path, files: list[Path]) -> None:
     """Copy result files into ``model_dir`` and rewrite its manifest, all in one atomic swap."""
-    from lwx_edge.bundle import Bundle, atomic_dir, write_json_atomic
+    from lwx_edge.atomic import atomic_dir, write_json_atomic
+    from lwx_edge.bundle import Bundle
     from lwx_edge.errors import BundleError
 
     try:

@@ -1,10 +1,10 @@
-"""Write ``lwx_edge/int8_scan.onnx``: the integer GEMM of the Index's exact-search first pass.
+"""Write ``lwx_edge/index/int8_scan.onnx``: the integer GEMM of the Index's exact-search first pass.
 
     python tools/make_int8_scan.py          # needs the [export] extra (onnx); the runtime does not
 
 One MatMulInteger node: queries A (uint8 [m, 512], zero point 128, i.e. int8 + 128) times one block of stored
 rows B (int8 [512, BLOCK_ROWS], transposed) -> int32 [m, BLOCK_ROWS]. B is declared as external data: the
-runtime (``lwx_edge._scan``) hands each block's rows to onnxruntime with ``add_external_initializers``, so the
+runtime (``lwx_edge.index.scan``) hands each block's rows to onnxruntime with ``add_external_initializers``, so the
 block is a constant that onnxruntime packs once, and the file stays a few hundred bytes.
 ``tests/test_index_scan.py`` checks that the shipped file is what this script writes.
 """
@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 DIM, BLOCK_ROWS = 512, 16384
-OUT = Path(__file__).resolve().parents[1] / "lwx_edge" / "int8_scan.onnx"
+OUT = Path(__file__).resolve().parents[1] / "lwx_edge" / "index" / "int8_scan.onnx"
 
 
 def build(dim: int = DIM, block_rows: int = BLOCK_ROWS) -> bytes:

@@ -113,7 +113,7 @@ def main() -> None:
         os.environ[var] = "1"
     from bench_app import app_texts, command_line, cpu_info, simd_text
 
-    from lwx_edge.bundle import write_json_atomic, write_text_atomic
+    from lwx_edge.atomic import write_json_atomic, write_text_atomic
 
     model = Path(args.model)
     ops = profile_ops(model, app_texts(args.texts), args.batch)

@@ -21,11 +21,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from lwx_edge.checkpoint import save_bundle  # noqa: E402
 from lwx_edge.errors import LwxError  # noqa: E402
-from lwx_edge.model import ModelConfig, SentenceEncoder  # noqa: E402
 from lwx_edge.tokenizer import Tokenizer  # noqa: E402
-from lwx_edge.warmstart import encoder_weights  # noqa: E402
+from lwx_edge.training.checkpoint import save_bundle  # noqa: E402
+from lwx_edge.training.model import ModelConfig, SentenceEncoder  # noqa: E402
+from lwx_edge.training.transfer import encoder_weights  # noqa: E402
 
 
 def train_texts(corpus: Path, per_file: int) -> list[str]:

@@ -19,7 +19,7 @@ what the Python SDK computes for the same inputs. Plain JSON and ``.npy`` files 
     head_cases.json        head_texts, classes and predicted labels
     search_corpus.npy, search_queries.npy, search.json   lwx_edge.search.search top-k (exact duplicates: ties)
     units.json, units_stored.npz, units_compressed.npz   small cases for the unit tests: np.savez and
-                           np.savez_compressed of known arrays, lwx_edge.batching.plan_batches plans, normalize()
+                           np.savez_compressed of known arrays, lwx_edge.sub_batches.plan_batches plans, normalize()
 
 Only the bundle's config.json, tokenizer.model, manifest.json and ONNX model are read (a bundle whose ExecuTorch
 program was moved elsewhere works).
@@ -175,7 +175,7 @@ def search_fixtures(out: Path, rng: np.random.Generator, d: int) -> dict:
 
 
 def unit_fixtures(out: Path, rng: np.random.Generator) -> dict:
-    from lwx_edge.batching import plan_batches
+    from lwx_edge.sub_batches import plan_batches
     from lwx_edge.text import normalize
 
     arrays = {"f32": np.arange(12, dtype=np.float32).reshape(3, 4) / 7, "f64": np.array([1e-300, -2.5, np.pi]),

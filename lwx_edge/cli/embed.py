@@ -32,8 +32,7 @@ def embed(
     nothing to embed (only invisible characters, say) gets an all-zero vector and a note naming its line."""
     import numpy as np
 
-    from .._io import is_stream
-    from ..bundle import write_text_atomic
+    from ..atomic import is_stream, write_text_atomic
     from ..encoder import Encoder
     from ..errors import InputError
     from ._texts import gather_located, located, places
@@ -56,7 +55,7 @@ def embed(
         typer.echo(f"note: {len(enc.last_truncated)} text(s) were longer than the model's max length "
                    f"({enc.max_len} tokens) and were truncated: {places(enc.last_truncated, where)}", err=True)
     if output and output.suffix == ".npy":
-        from ..bundle import atomic_file
+        from ..atomic import atomic_file
 
         with atomic_file(output) as tmp:
             with open(tmp, "wb") as f:

@@ -56,7 +56,7 @@ def eval_(
 ) -> None:
     """Score bundles and reference systems on the same DDTP split; print a markdown table."""
     from .. import collapse
-    from ..bundle import write_json_atomic, write_text_atomic
+    from ..atomic import write_json_atomic, write_text_atomic
     from ..encoder import Encoder
     from ..errors import InputError
     from ..evaluate import PAIR_TASKS, evaluate_ddtp, markdown_table, random_embedder
@@ -112,7 +112,7 @@ def eval_(
     typer.echo(table)
     if out:
         write_json_atomic(out, {"split": split, "corpus": str(corpus), "tasks": task_list, "results": results})
-        from .._io import is_stream
+        from ..atomic import is_stream
 
         if not is_stream(out):  # /dev/null, /dev/stdout, a FIFO: nothing beside it
             write_text_atomic(out.with_suffix(".md"), table + "\n")

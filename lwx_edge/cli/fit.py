@@ -55,7 +55,7 @@ def fit(
 
     import numpy as np
 
-    from ..bundle import write_json_atomic
+    from ..atomic import write_json_atomic
     from ..encoder import Encoder
     from ..errors import InputError
     from ..heads import make_head, read_labelled

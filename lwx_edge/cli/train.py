@@ -68,8 +68,8 @@ def train(
     """Train an encoder on translation pairs (with distillation from a teacher) and write OUT/bundle."""
     require("train", "train")  # before torch is imported or anything is read
     from ..errors import LwxError
-    from ..train import TrainConfig
-    from ..train import train as run
+    from ..training.config import TrainConfig
+    from ..training.trainer import train as run
 
     cfg = TrainConfig.from_files(config)
     if corpus:

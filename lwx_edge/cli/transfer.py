@@ -43,7 +43,7 @@ def transfer(
     require("transfer", "train")  # before torch is imported or anything is read
     if teacher == "use":
         require("transfer", "teacher", instead=", or start new pieces from their old ones: --teacher none")
-    from ..warmstart import transfer_bundle
+    from ..training.transfer import transfer_bundle
 
     if table_bits not in (None, 4, 8):
         raise LwxError(f"--table-bits must be 4 or 8, got {table_bits}")

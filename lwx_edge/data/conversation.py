@@ -189,7 +189,7 @@ def build_conversation(out_dir: str | Path = "data/corpus/conversation", work_di
     """Download the :data:`SOURCES` packages into ``work_dir`` (kept), write ``out_dir/{dev,test}.en-{xx}.tsv``
     and ``summary.json`` (pairs per source, language and split; what was dropped and why), atomically.
     Pairs whose English or translation occurs in a training file under ``train_dirs`` are dropped."""
-    from .._io import write_json_atomic, write_text_atomic
+    from ..atomic import write_json_atomic, write_text_atomic
 
     t0 = time.time()
     debs, missing = download_debs(list(SOURCES), work_dir, progress=progress)

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..bundle import write_json_atomic, write_text_atomic
+from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import CorpusError
 
 log = logging.getLogger(__name__)

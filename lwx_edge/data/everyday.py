@@ -106,7 +106,7 @@ def build_everyday(out_dir: str | Path = "data/corpus/everyday", work_dir: str |
         raise CorpusError(f"apt-get download failed for {', '.join(missing)}: is the apt cache up to date "
                           "(apt-get update)?")
     ding = [p for _, text in _read_deb(debs[DING], lambda n: n.endswith("/trans/de-en")) for p in ding_pairs(text)]
-    from ..bundle import write_text_atomic
+    from ..atomic import write_text_atomic
 
     write_text_atomic(out_dir / "train.ding.en-de.tsv", "".join(f"{e}\t{d}\n" for e, d in dict.fromkeys(ding)))
     extra: dict[str, list[str]] = {lang: [] for lang in ("en", "fr", "de", "es", "it")}

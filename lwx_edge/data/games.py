@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..bundle import write_json_atomic, write_text_atomic
+from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import CorpusError
 from ..text import normalize
 from .corpus import Pair, PairFilter, filter_pairs

@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterator
 
-from ..bundle import write_json_atomic, write_text_atomic
+from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import CorpusError
 from ..text import normalize
 from .ddtp import SPLITS, split_of

@@ -25,7 +25,7 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .._io import write_json_atomic, write_text_atomic
+from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import CorpusError
 from .everyday import _DING_NOTES, DING
 from .gettext import deb_files, download_debs

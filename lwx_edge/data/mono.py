@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from ..bundle import write_json_atomic, write_text_atomic
+from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import CorpusError, open_input
 from ..text import LANGUAGES, normalize
 from .corpus import CorpusStats, PairFilter, _Checker, read_tsv

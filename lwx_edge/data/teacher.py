@@ -22,7 +22,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .._io import atomic_file
+from ..atomic import atomic_file
 from ..errors import InputError, LwxError
 
 __all__ = ["Teacher", "USETeacher", "TeacherCache", "text_key", "token_vectors"]
@@ -99,7 +99,7 @@ def _safe_name(name: str) -> str:
 
 
 def _write_atomic(final: Path, write, no_clobber: bool) -> bool:
-    """Write via ``write(fileobj)``, atomically (:func:`lwx_edge._io.atomic_file`). With ``no_clobber`` an
+    """Write via ``write(fileobj)``, atomically (:func:`lwx_edge.atomic.atomic_file`). With ``no_clobber`` an
     existing ``final`` is left alone and False is returned."""
     try:
         with atomic_file(final, exclusive=no_clobber) as tmp, open(tmp, "wb") as f:

@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 from typing import Iterable
 
-from .._io import write_text_atomic
+from ..atomic import write_text_atomic
 from ..errors import CorpusError
 from .everyday import WORDLISTS
 from .gettext import deb_files, download_debs

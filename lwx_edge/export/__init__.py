@@ -27,60 +27,37 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
 import os
-import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .. import runtime
 from .._logging import reporter
-from ..bundle import MANIFEST, PARITY, TOKENIZER, WEIGHTS, Bundle, sha256_file
+from ..bundle import PARITY, TOKENIZER, WEIGHTS, Bundle
 from ..errors import BundleError, InputError, LwxError
+from .job import ExportError, ExportJob, ParityError, exportable
 from .parity import Thresholds
+from .pipeline import _remove_stale_work_dirs  # noqa: F401  (killed exports' leftovers)
 
 __all__ = ["export_bundle", "ExportError", "ParityError", "Thresholds", "FORMATS", "artifact_name",
            "PARITY_FILE"]
 
 PARITY_FILE = PARITY
-INPUTS = {"input_ids": "int64 [batch, seq]", "attention_mask": "int64 [batch, seq], 1 = token"}
-TOKENIZER_RUNTIME = "sentencepiece / pytorch_tokenizers CppSPTokenizer"
-TEXT_NORMALIZATION = ("lwx_edge.text.normalize before SentencePiece: NFKC, typographic quotes/dashes to ASCII, "
-                      "whitespace collapsed, lowercase; texts longer than max_len keep their first max_len tokens")
-
-
-class ExportError(LwxError):
-    """Export could not be done (missing dependency, unwritable output, exporter failure)."""
-
-
-class ParityError(ExportError):
-    """An artefact failed its parity checks; nothing was written. ``report`` holds the numbers."""
-
-    def __init__(self, message: str, report: dict):
-        super().__init__(message)
-        self.report = report
-
-
-def _exportable() -> dict[str, runtime.BackendSpec]:
-    """The backends export can make, by ``--format`` name."""
-    return {spec.format: spec for spec in runtime.backends() if spec.format and spec.exporter}
 
 
 def __getattr__(name: str):
     if name == "FORMATS":  # the registry's export formats, as it is now
-        return tuple(_exportable())
+        return tuple(exportable())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def artifact_name(fmt: str, int8: bool) -> str:
     """File name of the artefact of format ``fmt`` (int8 or fp32)."""
-    return _exportable()[fmt].artifacts["int8" if int8 else "fp32"]
+    return exportable()[fmt].artifacts["int8" if int8 else "fp32"]
 
 
 def _parse_formats(formats) -> tuple[str, ...]:
-    known = tuple(_exportable())
+    known = tuple(exportable())
     if formats is None:
         return known
     if isinstance(formats, str):
@@ -148,29 +125,6 @@ def _resolve_target(bundle, out) -> tuple[Path, bool]:
     return out, True
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-        return obj if isinstance(obj, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _merge_and_write_metadata(target: Path, new_entries: dict, new_report: dict) -> tuple[dict, dict]:
-    """Rewrite parity.json (merged with still-valid older entries) and manifest.json (hashes + artifacts)."""
-    from ..bundle import update_manifest, write_json_atomic
-
-    old_parity = _read_json(target / PARITY)
-    kept = {}
-    for name, e in (old_parity.get("artifacts") or {}).items():
-        p = target / name
-        if name not in new_entries and p.is_file() and isinstance(e, dict) and e.get("sha256") == sha256_file(p):
-            kept[name] = e
-    parity = {**new_report, "artifacts": {**kept, **new_report["artifacts"]}}
-    write_json_atomic(target / PARITY, parity)
-    return parity, update_manifest(target, new_entries)
-
-
 def _install_hint(what: str, extra: str = "export") -> str:
     return (f"{what}; install the {extra} extra: pip install 'lwx-edge[{extra}]' "
             f"(on CPU-only machines pin the CPU torch wheel, e.g. pip install torch==2.13.0 'lwx-edge[{extra}]')")
@@ -195,19 +149,40 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | 
     ``lwx_edge.export`` logger (INFO); ``log``, if given, receives each of them too.
     """
     from .. import _quiet
+    from . import pipeline
 
     say = reporter(__name__, log)  # progress: logging (INFO), and ``log`` too when given
     fmts = _parse_formats(formats)
     max_batch = _positive_int(max_batch, "max_batch")
     if max_len is not None:
         max_len = _positive_int(max_len, "max_len")
+    th = _thresholds(thresholds, min_cos_mean, min_cos_min)
+    bundle = Bundle.load(bundle_dir)  # BundleError: missing, corrupt, truncated, wrong format
+    _check_exportable(bundle, fmts, bool(int8), quiet)
+    encoder, tokenizer, max_len = _encoder_and_tokenizer(bundle, max_len)
+    if not allow_collapsed:
+        _refuse_collapsed(encoder, tokenizer, bundle.path)
+    target, new_copy = _resolve_target(bundle, out)
+    job = ExportJob(bundle, encoder, tokenizer, fmts, bool(int8), max_batch, max_len, th, target, new_copy, say,
+                    quiet)
+    with _quiet.quiet(quiet):
+        return pipeline.run(job)
+
+
+def _thresholds(thresholds: Thresholds | None, min_cos_mean: float | None, min_cos_min: float | None) -> Thresholds:
+    """The parity thresholds: ``thresholds`` (or the defaults) with the int8 cosine bounds given apart."""
     th = dataclasses.replace(thresholds) if thresholds is not None else Thresholds()
     if min_cos_mean is not None:
         th.int8_min_cos_mean = float(min_cos_mean)
     if min_cos_min is not None:
         th.int8_min_cos_min = float(min_cos_min)
+    return th
 
-    bundle = Bundle.load(bundle_dir)  # BundleError: missing, corrupt, truncated, wrong format
+
+def _check_exportable(bundle: Bundle, fmts: tuple[str, ...], int8: bool, quiet: bool) -> None:
+    """Refuse, before any work, a bundle without weights, a missing torch or exporter, a precision a format lacks."""
+    from .. import _quiet
+
     if not bundle.has(WEIGHTS):
         raise BundleError(f"{bundle.path}: bundle has no {WEIGHTS}; export needs a bundle with trained weights")
     try:
@@ -215,14 +190,18 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | 
     except ImportError:
         raise ExportError(_install_hint("torch is not installed")) from None
     for fmt in fmts:
-        if ("int8" if int8 else "fp32") not in _exportable()[fmt].artifacts:
+        if ("int8" if int8 else "fp32") not in exportable()[fmt].artifacts:
             raise InputError(f"the {fmt} format has no {'int8' if int8 else 'fp32'} model")
         with _quiet.quiet(quiet):
-            ok, why = importlib.import_module(_exportable()[fmt].exporter).available()
+            ok, why = importlib.import_module(exportable()[fmt].exporter).available()
         if not ok:
-            raise ExportError(_install_hint(f"cannot export {fmt}: {why}", "executorch" if fmt == "pte" else "export"))
+            extra = "executorch" if fmt == "pte" else "export"
+            raise ExportError(_install_hint(f"cannot export {fmt}: {why}", extra))
 
-    from ..checkpoint import load_encoder
+
+def _encoder_and_tokenizer(bundle: Bundle, max_len: int | None):
+    """The bundle's fp32 encoder, its tokenizer cut at ``max_len`` (default: the model's), and that max_len."""
+    from ..training.checkpoint import load_encoder
 
     encoder = load_encoder(bundle)  # BundleError: unreadable or mismatched weights
     cfg = encoder.config
@@ -231,13 +210,7 @@ def export_bundle(bundle_dir: str | os.PathLike, formats: Iterable[str] | str | 
     if max_len > cfg.max_len:
         raise InputError(f"max_len {max_len} exceeds the model's max_len {cfg.max_len} (its position table)")
     tokenizer = bundle.tokenizer(max_len=max_len)  # BundleError: a text contract we do not apply, wrong vocab
-    if not allow_collapsed:
-        _refuse_collapsed(encoder, tokenizer, bundle.path)
-    target, new_copy = _resolve_target(bundle, out)
-
-    with _quiet.quiet(quiet):
-        return _export(bundle, encoder, tokenizer, fmts, bool(int8), max_batch, max_len, th, target, new_copy,
-                       say, quiet)
+    return encoder, tokenizer, max_len
 
 
 def _refuse_collapsed(encoder, tokenizer, path) -> None:
@@ -255,146 +228,3 @@ def _refuse_collapsed(encoder, tokenizer, path) -> None:
     check(embed, str(path))
 
 
-def _remove_stale_work_dirs() -> None:
-    """Work directories of exports that were killed (their process is gone): ``lwx-export-PID-*``."""
-    for d in Path(tempfile.gettempdir()).glob("lwx-export-*-*"):
-        pid = d.name.split("-")[2]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except OSError:
-            pass  # alive (or not ours to signal): leave it
-
-
-def _export(bundle, encoder, tokenizer, fmts, int8, max_batch, max_len, th, target, new_copy, say, quiet) -> dict:
-    import torch
-
-    from .. import _quiet
-    from .._version import __version__
-    from ..bundle import atomic_dir, inside
-    from . import parity as P
-
-    _remove_stale_work_dirs()
-    work = Path(tempfile.mkdtemp(prefix=f"lwx-export-{os.getpid()}-"))
-    try:
-        staged: dict[str, Path] = {}
-        facts: dict[str, dict] = {}
-        precision = "int8" if int8 else "fp32"
-        metadata = {"lwx_edge.max_len": max_len, "lwx_edge.tokenizer": TOKENIZER, "lwx_edge.precision": precision,
-                    "lwx_edge.output": "sentence_embedding", "lwx_edge.text_normalization": TEXT_NORMALIZATION,
-                    "lwx_edge.version": __version__}
-        specs = {}
-        for fmt in fmts:
-            spec = _exportable()[fmt]
-            name = spec.artifacts[precision]
-            path = work / name
-            try:
-                facts[name] = importlib.import_module(spec.exporter).export(
-                    encoder, path, int8=int8, max_batch=max_batch, max_len=max_len, work=work, metadata=metadata,
-                    say=say)
-            except LwxError:
-                raise
-            except Exception as e:
-                raise ExportError(f"exporting {name} failed: {type(e).__name__}: {e}") from e
-            staged[name] = path
-            specs[name] = spec
-
-        # ------------------------------------------------------------------ parity
-        say("checking parity against the fp32 PyTorch encoder")
-        probe = P.build_probe(tokenizer)
-        sizes = P.batch_sizes(max_batch)
-
-        def eager(x, m):
-            with torch.no_grad():
-                return encoder(torch.from_numpy(x), torch.from_numpy(m)).numpy()
-
-        ref, ref_shapes = P.run_modes(eager, probe.ids, sizes)
-        entries_parity: dict[str, dict] = {}
-        manifest_entries: dict[str, dict] = {}
-        failures: list[str] = []
-        for name, path in staged.items():
-            f, twin = facts[name], importlib.import_module(specs[name].exporter)
-            with _quiet.native_quiet() if quiet else _nullcontext():
-                # the SDK's runtimes: parity is measured on what apps run
-                runner = specs[name].open(path, None, max_batch=max_batch)
-                art, shapes = P.run_modes(runner.run, probe.ids, sizes)
-            del runner
-            entry = {"format": f["format"], "precision": precision, "bytes": path.stat().st_size,
-                     "sha256": sha256_file(path), "max_len": max_len,
-                     **{k: f[k] for k in twin.PARITY_FIELDS if k in f},
-                     **P.compare(ref, art), "shapes": shapes, "batch_sizes": sizes}
-            fails = P.check(entry, th)
-            entry["passed"] = not fails
-            entry["failures"] = fails
-            entry["checks"] = {
-                **({"cos_mean_min": th.int8_min_cos_mean, "cos_min_min": th.int8_min_cos_min} if int8 else
-                   {"cos_min_min": th.fp32_min_cos, "max_abs_diff_max": th.fp32_max_abs,
-                    "batch_invariance_max": th.fp32_batch_invariance}),
-                "batch_invariance_cos_max": th.max_batch_invariance_cos}
-            entries_parity[name] = entry
-            failures += [f"{name}: {x}" for x in fails]
-            manifest_entries[name] = {
-                "format": f["format"], "precision": precision, "quantization": f["quantization"],
-                "max_len": max_len, "inputs": dict(INPUTS),
-                "output": {"sentence_embedding": f"float32 [batch, {encoder.config.d_model}]"},
-                "output_note": "raw mean-pooled vector u (not L2-normalised)",
-                "tokenizer": TOKENIZER, "tokenizer_runtime": TOKENIZER_RUNTIME,
-                "text_normalization": TEXT_NORMALIZATION,
-                **{k: f[k] for k in twin.MANIFEST_FIELDS if k in f},
-                "parity": {"cos_mean": round(entry["cos_mean"], 7), "cos_min": round(entry["cos_min"], 7),
-                           "max_abs_diff": entry["max_abs_diff"],
-                           "batch_invariance_cos": entry["batch_invariance_cos"], "passed": entry["passed"]},
-                "exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "lwx_edge_version": __version__,
-            }
-        with _quiet.native_quiet() if quiet else _nullcontext():
-            tok_parity = P.tokenizer_parity(tokenizer, [r["text"] for r in probe.records])
-        report = {
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "lwx_edge_version": __version__,
-            "bundle": {"weights_sha256": bundle.sha256(WEIGHTS), "model": bundle.config["model"]},
-            "reference": {"runtime": f"torch {torch.__version__} eager fp32 (lwx_edge.model.SentenceEncoder)",
-                          "batch_invariance": P.batch_invariance(ref),
-                          "batch_invariance_cos": P.batch_invariance_cos(ref), "shapes": ref_shapes},
-            "batch_sizes": sizes,
-            "probe": probe.summary(),
-            "retrieval_set": "each probe text queries all other probe texts by cosine",
-            "tokenizer_parity": tok_parity,
-            "thresholds": th.to_dict(),
-            "artifacts": entries_parity,
-        }
-        if failures:
-            raise ParityError("parity check failed, nothing was written: " + "; ".join(failures) +
-                              " (thresholds: int8 cosine mean >= "
-                              f"{th.int8_min_cos_mean}, min >= {th.int8_min_cos_min})", report)
-
-        # ------------------------------------------------------------------ commit
-        say(f"writing {', '.join(staged)} into {target}")
-        base = bundle if new_copy else Bundle.load(target, verify=False)
-        with atomic_dir(target) as tmp:  # the whole bundle swaps at once: a kill leaves the old or the new one
-            for rel in [*base.manifest["files"], MANIFEST]:
-                if rel not in staged and inside(base.path, rel).is_file():
-                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(base.path / rel, tmp / rel)
-            for name, path in staged.items():
-                shutil.move(str(path), str(tmp / name))
-            parity, manifest = _merge_and_write_metadata(tmp, manifest_entries, report)
-        report["output_dir"] = str(target)
-        report["paths"] = {name: str(target / name) for name in staged}
-        report["manifest_artifacts"] = {n: manifest["artifacts"][n] for n in staged}
-        return report
-    except OSError as e:
-        raise ExportError(f"export failed: {e}") from None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False

@@ -1,6 +1,6 @@
 """The export form of the encoder.
 
-``ExportEncoder`` runs the same computation as :class:`lwx_edge.model.SentenceEncoder` on the same weights,
+``ExportEncoder`` runs the same computation as :class:`lwx_edge.training.model.SentenceEncoder` on the same weights,
 with one change: positions are looked up with ``pos(arange(T))`` (an embedding gather) instead of slicing
 ``pos.weight[:T]``. A gather is what the 8-bit embedding quantizers (ExecuTorch ``embedding_byte``, ORT
 ``Gather`` quantization) act on, so the int8 artefacts store the position table in 8 bits as well
@@ -18,7 +18,7 @@ import copy
 import torch
 from torch import nn
 
-from ..model import TABLE_GROUP, int4_grid, snap_to_int4
+from ..training.model import TABLE_GROUP, int4_grid, snap_to_int4
 
 
 class ExportEncoder(nn.Module):
@@ -70,7 +70,7 @@ class Int4Embedding(nn.Module):
     fp16 scale covers 32 values (``scales`` [V, d/32]). Looked up with a gather and unpacked with float
     arithmetic on [B·T, ...] views (one dynamic dimension: what XNNPACK's reshapes accept), so ONNX and
     ExecuTorch run it as it is and the int8 quantizers leave it alone (no fp32 table to quantize). For a table
-    on its grid (:func:`lwx_edge.model.snap_to_int4`) the rows come back exactly."""
+    on its grid (:func:`lwx_edge.training.model.snap_to_int4`) the rows come back exactly."""
 
     def __init__(self, table: torch.Tensor):
         super().__init__()

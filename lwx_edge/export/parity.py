@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .probe import LANGUAGES, TOKENIZER_EDGE_CASES, over_length_text, probe_texts
+from ..probe import LANGUAGES, TOKENIZER_EDGE_CASES, over_length_text, probe_texts
 
 NORMALISATION_NOTE = ("lwx-edge normalises text before SentencePiece (lwx_edge.text.normalize: NFKC, typographic "
                       "quotes/dashes to ASCII, whitespace collapsed, lowercase); CppSPTokenizer was fed the "
@@ -256,6 +256,6 @@ def format_table(report: dict) -> str:
 
 def sha256(path: str | os.PathLike) -> str:
     """sha256 of a file (hex)."""
-    from lwx_edge.bundle import sha256_file
+    from lwx_edge.atomic import sha256_file
 
     return sha256_file(Path(path))

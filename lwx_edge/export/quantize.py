@@ -97,7 +97,7 @@ def per_row_activations(model):
     ``MatMulIntegerToFloat(q, W, 1/127, w_scale, 128, w_zero_point) * m + bias`` (ONNX Runtime's contrib op, as
     its own graph optimiser fuses the same chain). Each token's quantization then sees that token alone, so a text
     gets the same vector in any batch, and a token's scale fits it (cosine to fp32 0.99975 against 0.99970
-    per tensor on the default). The weight initializers keep their names (``lwx_edge.warmstart`` reads them
+    per tensor on the default). The weight initializers keep their names (``lwx_edge.training.transfer`` reads them
     back). Raises ValueError when the graph is not the pattern ``quantize_dynamic`` writes."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper

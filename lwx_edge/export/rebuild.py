@@ -1,7 +1,7 @@
 """``lwx-edge export default``: the shipped default's ExecuTorch program, rebuilt from its int8 ONNX program.
 
 The package ships the int8 ONNX program only (what the torch-free base install runs). Its weights are read back
-(:func:`lwx_edge.warmstart.encoder_weights`: the int8 matrices and tables dequantized), exported ``--int8`` to
+(:func:`lwx_edge.training.transfer.encoder_weights`: the int8 matrices and tables dequantized), exported ``--int8`` to
 ExecuTorch with the usual parity checks against those weights in fp32, and checked once more against the
 shipped ONNX program on the probe texts. The result is a copy of the default (every shipped file, plus
 ``model.int8.pte``) written atomically to ``out``, by default :func:`lwx_edge.shipped.built_default_dir`, where
@@ -38,7 +38,7 @@ def rebuild_default(out: str | os.PathLike | None = None, *, max_batch: int = 16
     cosine between the two programs' vectors on the probe texts) and ``output_dir``. Raises ``ParityError``
     (nothing written) when the rebuilt program misses the int8 thresholds against the read-back weights or
     against the ONNX program; the errors of :func:`export_bundle` otherwise."""
-    from .._io import atomic_dir, write_json_atomic
+    from ..atomic import atomic_dir, write_json_atomic
     from ..bundle import update_manifest
 
     shipped = Bundle.load(default_model_path())  # every file checked against the manifest
@@ -73,9 +73,9 @@ def rebuild_default(out: str | os.PathLike | None = None, *, max_batch: int = 16
 
 def _read_back(shipped: Bundle, out: Path) -> Path:
     """A training bundle (fp32 weights) of the shipped int8 ONNX program's weights."""
-    from ..checkpoint import save_bundle
-    from ..model import SentenceEncoder
-    from ..warmstart import encoder_weights
+    from ..training.checkpoint import save_bundle
+    from ..training.model import SentenceEncoder
+    from ..training.transfer import encoder_weights
 
     state, config, _ = encoder_weights(shipped.path)
     encoder = SentenceEncoder(config)
@@ -86,7 +86,7 @@ def _read_back(shipped: Bundle, out: Path) -> Path:
 def _compare_programs(shipped: Bundle, staged: Path) -> dict:
     """Cosine between the shipped ONNX program's and the rebuilt ExecuTorch program's vectors, probe texts."""
     from ..encoder import Encoder
-    from .probe import probe_texts
+    from ..probe import probe_texts
 
     texts = [r["text"] for r in probe_texts()]
     a = Encoder.load(shipped.path, backend="onnx").embed(texts)

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import BaseHead, format_confusion, load_head, save_head
-from .io import HeadError, NotFittedHeadError, read_head_meta
+from .base import BaseHead, format_confusion
 from .labelled import LabelledFile, read_labelled
 from .logistic import LogisticHead
 from .mlp import MLPHead
+from .persistence import HeadError, NotFittedHeadError, load_head, read_head_meta, save_head
 
 if TYPE_CHECKING:
     from ..encoder import Encoder

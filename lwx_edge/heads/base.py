@@ -12,10 +12,7 @@ with ``LogisticRegression``. The held-out slice stays ours (``stratified_split``
 """
 from __future__ import annotations
 
-import io
-import json
 import os
-import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
@@ -24,22 +21,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ..bundle import atomic_dir, inside, sha256_file
-from ..errors import BundleError, InputError
-from .io import (  # noqa: F401  (re-exported)
-    _TRAINING_ATTRS,
-    ACTIVATIONS,
-    FORMAT,
-    FORMAT_VERSION,
-    HEAD_JSON,
-    HEAD_NPZ,
+from ..errors import InputError
+from .persistence import (
     KINDS,
     HeadError,
     NotFittedHeadError,
-    _jsonable,
     check_encoder,
     encoder_identity,
-    read_head_meta,
 )
 
 try:
@@ -416,144 +404,9 @@ class BaseHead(ClassifierMixin, BaseEstimator):
     # ---------------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike[str], info: Mapping[str, Any] | None = None) -> Path:
         """Write ``head.json`` + ``head.npz`` into directory ``path`` (no pickle). Returns the path."""
+        from .persistence import save_head
+
         return save_head(self, path, info=info)
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "layers_")
-
-
-# --------------------------------------------------------------------------------------------- files
-
-def save_head(head: BaseHead, path: str | os.PathLike[str], info: Mapping[str, Any] | None = None) -> Path:
-    """Write a fitted head into directory ``path`` atomically (replacing an older head there)."""
-    head._check_fitted()
-    path = Path(path)
-    if path.exists():
-        if not path.is_dir():
-            raise HeadError(f"{path}: exists and is not a directory; give a directory for the head")
-        if any(path.iterdir()) and not (path / HEAD_JSON).is_file():
-            raise HeadError(f"{path}: directory is not empty and holds no head; refusing to replace it "
-                            "(give a new or empty directory)")
-    arrays: dict[str, Any] = {}
-    if head.mean_ is not None:
-        arrays["mean"] = np.asarray(head.mean_, dtype=np.float32)
-        arrays["scale"] = np.asarray(head.scale_, dtype=np.float32)
-    layers = []
-    for i, (W, b, act) in enumerate(head.layers_):
-        arrays[f"W{i}"] = np.ascontiguousarray(W, dtype=np.float32)
-        arrays[f"b{i}"] = np.ascontiguousarray(b, dtype=np.float32)
-        layers.append({"weight": f"W{i}", "bias": f"b{i}", "activation": act,
-                       "shape": [int(W.shape[0]), int(W.shape[1])]})
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    blob = buf.getvalue()
-    from .._version import __version__
-
-    params = {k: _jsonable(v) for k, v in head.get_params(deep=False).items() if k != "encoder"}
-    classes = head.classes_.tolist()
-    meta = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "kind": head.kind,
-        "lwx_edge_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "classes": classes, "classes_type": "str" if head.classes_.dtype.kind in "UO" else "int",
-        "n_features": int(head.n_features_in_),
-        "input": {"l2_normalize": True, "standardize": head.mean_ is not None},
-        "layers": layers, "output": "softmax",
-        "weights": {"file": HEAD_NPZ, "sha256": __import__("hashlib").sha256(blob).hexdigest(),
-                    "bytes": len(blob)},
-        "encoder": _jsonable(getattr(head, "encoder_info_", None)),
-        "params": params,
-        "training": {k.rstrip("_"): _jsonable(getattr(head, k)) for k in _TRAINING_ATTRS if hasattr(head, k)},
-        "info": _jsonable(info or {}),
-        "prediction": "x = e/||e||; z = (x - mean)/scale; h = act(h @ W + b) per layer; p = softmax(h)",
-    }
-    try:
-        with atomic_dir(path) as tmp:
-            (tmp / HEAD_NPZ).write_bytes(blob)
-            (tmp / HEAD_JSON).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise HeadError(f"{path}: cannot write the head ({e.strerror or e})") from None
-    return path
-
-
-def load_head(path: str | os.PathLike[str], encoder: Encoder | None = None) -> BaseHead:  # noqa: C901 (one check per field)
-    """Load a head saved with ``head.save(path)``. With ``encoder``, refuse it unless it is the encoder the
-    head was fitted on (``HeadError``); the head then embeds texts with it."""
-    path = Path(path)
-    if path.is_file() and path.name == HEAD_JSON:
-        path = path.parent
-    meta = read_head_meta(path)
-    kind = meta.get("kind")
-    cls: type[BaseHead] | None = KINDS.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise HeadError(f"{path}: unknown head kind {meta.get('kind')!r} (known: {', '.join(KINDS)})")
-    if "encoder" not in meta:  # save_head always writes it (null for a head fitted on vectors)
-        raise HeadError(f"{path}: head.json has no 'encoder' entry (damaged or edited); refit the head")
-    check_encoder(meta.get("encoder"), encoder, where=f"head {path}")
-
-    try:
-        wfile = inside(path, (meta.get("weights") or {}).get("file", HEAD_NPZ), "weights file")
-    except BundleError as e:
-        raise HeadError(str(e)) from None
-    if not wfile.is_file():
-        raise HeadError(f"{path}: weights file {wfile.name} is missing")
-    expected = (meta.get("weights") or {}).get("sha256")
-    if not expected:
-        raise HeadError(f"{path}: head.json records no sha256 for its weights (cannot check them)")
-    if sha256_file(wfile) != expected:
-        raise HeadError(f"{wfile}: corrupt (sha256 does not match head.json)")
-    try:
-        with np.load(wfile, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except Exception as e:
-        raise HeadError(f"{wfile}: cannot be read as .npz ({type(e).__name__}: {e})") from None
-    for name, a in arrays.items():
-        if a.dtype.kind not in "fiu" or not np.isfinite(a).all():
-            raise HeadError(f"{wfile}: array {name!r} holds NaN, infinite or non-numeric values")
-    if "scale" in arrays and (arrays["scale"] <= 0).any():
-        raise HeadError(f"{wfile}: array 'scale' has zero or negative entries")
-
-    try:
-        params: dict[str, Any] = {k: (tuple(v) if k == "hidden_layer_sizes" and isinstance(v, list) else v)
-                                  for k, v in (meta.get("params") or {}).items()}
-        if isinstance(params.get("class_weight"), dict) and meta.get("classes_type") == "int":
-            params["class_weight"] = {int(k): w for k, w in params["class_weight"].items()}  # JSON keys are strings
-        head = cls(**{k: v for k, v in params.items() if k in cls().get_params(deep=False)})
-        classes = meta["classes"]
-        head.classes_ = np.asarray(classes, dtype=str if meta.get("classes_type") == "str" else np.int64)
-        head.n_features_in_ = int(meta["n_features"])
-        std = bool((meta.get("input") or {}).get("standardize"))
-        head.mean_ = arrays["mean"] if std else None
-        head.scale_ = arrays["scale"] if std else None
-        layers = []
-        for spec in meta["layers"]:
-            act = spec["activation"]
-            if act not in ACTIVATIONS:
-                raise HeadError(f"{path}: unknown activation {act!r}")
-            layers.append((arrays[spec["weight"]].astype(np.float32), arrays[spec["bias"]].astype(np.float32),
-                           act))
-    except HeadError:
-        raise
-    except (KeyError, TypeError, ValueError) as e:
-        raise HeadError(f"{path}: head.json and head.npz do not fit together ({type(e).__name__}: {e})") from None
-    # shapes chain from n_features to n_classes
-    d = head.n_features_in_
-    for W, b, _ in layers:
-        if W.ndim != 2 or W.shape[0] != d or b.shape != (W.shape[1],):
-            raise HeadError(f"{path}: layer shapes do not chain ({W.shape} after {d} features)")
-        d = W.shape[1]
-    if d != len(head.classes_) or (head.mean_ is not None and head.mean_.shape != (head.n_features_in_,)):
-        raise HeadError(f"{path}: the output layer has {d} units but the head has {len(head.classes_)} classes")
-    head.layers_ = layers
-    if cls.kind == "mlp":
-        head.coefs_ = [W for W, _, _ in layers]
-        head.intercepts_ = [b for _, b, _ in layers]
-    else:
-        head.coef_ = layers[0][0].T.copy()
-        head.intercept_ = layers[0][1]
-    for k, v in (meta.get("training") or {}).items():
-        if k + "_" in _TRAINING_ATTRS:  # never layers_, classes_... from an edited file
-            setattr(head, k + "_", v)
-    head.encoder_info_ = meta.get("encoder")
-    head.info_ = meta.get("info") or {}
-    head.encoder = encoder
-    return head

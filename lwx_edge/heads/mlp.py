@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from ..errors import InputError
-from .base import ACTIVATIONS, BaseHead, balanced_accuracy, class_weights, softmax, stratified_split
+from .base import BaseHead, balanced_accuracy, class_weights, softmax, stratified_split
+from .persistence import ACTIVATIONS
 
 if TYPE_CHECKING:
     from ..encoder import Encoder

@@ -30,7 +30,7 @@ def usable_threads(threads: int | None, what: str = "threads") -> int | None:
 class Backend(Protocol):
     """What ``Encoder`` needs of a backend: ``run(input_ids, attention_mask)`` -> float32 [batch, d]."""
     name: str
-    call_overhead: float  # one call's own cost in row·token steps (lwx_edge.batching.plan_batches)
+    call_overhead: float  # one call's own cost in row·token steps (lwx_edge.sub_batches.plan_batches)
 
     def run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray: ...
 

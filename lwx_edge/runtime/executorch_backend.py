@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from .._quiet import native_quiet
-from ..batching import CALL_OVERHEAD
 from ..bundle import shown
 from ..errors import BackendUnavailable, BundleError, InputError, LwxError
+from ..sub_batches import CALL_OVERHEAD
 from .base import BackendSpec
 
 if TYPE_CHECKING:

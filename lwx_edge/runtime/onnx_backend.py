@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..batching import CALL_OVERHEAD
 from ..errors import BackendUnavailable, BundleError, LwxError
+from ..sub_batches import CALL_OVERHEAD
 from .base import BackendSpec
 
 if TYPE_CHECKING:

@@ -7,6 +7,7 @@ the backend allocate more than the weights file holds (``Bundle.load`` bounds th
 """
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from typing import TYPE_CHECKING, Any, cast
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ..bundle import WEIGHTS
+from ..errors import InputError
 from .base import BackendSpec
 
 if TYPE_CHECKING:
@@ -24,10 +26,10 @@ class TorchBackend:
     """Runs the PyTorch encoder of a bundle's weights (the training-side reference)."""
     name = "torch"
     # What one call costs on its own, in row·token steps (tools/bench_app.py --calibrate): Encoder.embed
-    # splits a batch where padding would cost more than another call (lwx_edge.batching).
+    # splits a batch where padding would cost more than another call (lwx_edge.sub_batches).
     call_overhead = 16.0
 
-    def __init__(self, encoder: Any, device: str = "cpu"):  # a lwx_edge.model.SentenceEncoder (the torch side)
+    def __init__(self, encoder: Any, device: str = "cpu"):  # a lwx_edge.training.model.SentenceEncoder (the torch side)
         import torch
 
         self.encoder = encoder
@@ -50,9 +52,19 @@ class TorchBackend:
 
     @classmethod
     def from_bundle(cls, bundle: Bundle, device: str = "cpu") -> "TorchBackend":
-        from ..checkpoint import load_encoder  # checks the weights' names and shapes before allocating
+        from ..training.checkpoint import load_encoder  # checks the weights' names and shapes before allocating
 
         return cls(load_encoder(bundle, device=device), device=device)
+
+
+def torch_module() -> Any:
+    """torch, imported on demand for ``Encoder.encode(convert_to_tensor=True)`` (sentence-transformers' torch
+    outputs), or an InputError saying how to get numpy instead."""
+    try:
+        return importlib.import_module("torch")
+    except ImportError:
+        raise InputError("convert_to_tensor=True and convert_to_numpy=False return torch tensors, and torch is "
+                         "not installed (pip install torch); leave them at their defaults for a numpy array") from None
 
 
 def _open(path: str | os.PathLike, bundle: Bundle | None = None, *, threads: int | None = None,

@@ -21,7 +21,7 @@ from safetensors.torch import load, save, save_file
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lwx_edge._io import atomic_dir  # noqa: E402
+from lwx_edge.atomic import atomic_dir  # noqa: E402
 from lwx_edge.bundle import update_manifest  # noqa: E402
 
 SMALL = ("config.json", "manifest.json", "tokenizer.model")

@@ -10,7 +10,8 @@ import sys
 import time
 
 from lwx_edge.data.teacher import TeacherCache, USETeacher
-from lwx_edge.train import TrainConfig, _read_mono, _read_pairs
+from lwx_edge.training.config import TrainConfig
+from lwx_edge.training.inputs import read_mono, read_pairs
 
 
 def main() -> None:
@@ -18,8 +19,8 @@ def main() -> None:
     t, texts = time.time(), {}
     for name in sys.argv[2:] or ["gpu-24k-lex"]:
         cfg = TrainConfig.from_files(["recipes/default.json", *(f"recipes/{part}.json" for part in name.split("+"))])
-        texts.update(dict.fromkeys([p.src for p in _read_pairs(cfg.corpus, print)]
-                                   + _read_mono(cfg.mono, cfg.mono_max_per_lang, cfg.seed)))
+        texts.update(dict.fromkeys([p.src for p in read_pairs(cfg.corpus, print)]
+                                   + read_mono(cfg.mono, cfg.mono_max_per_lang, cfg.seed)))
     texts = list(texts)
     cache = TeacherCache(cfg.teacher_cache, USETeacher(1))
     cache.vectors(texts, progress=True, workers=workers)

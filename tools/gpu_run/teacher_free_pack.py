@@ -16,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from lwx_edge.tokenizer import train_tokenizer  # noqa: E402
-from lwx_edge.train import TrainConfig, _read_pairs  # noqa: E402
+from lwx_edge.training.config import TrainConfig  # noqa: E402
+from lwx_edge.training.inputs import read_pairs
 
 
 def main() -> None:
@@ -31,7 +32,7 @@ def main() -> None:
                   *corpus.glob("ddtp/train.en-*.tsv")]:
             (stage / f.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(f, stage / f.relative_to(ROOT))
-        pairs = _read_pairs([str(ROOT / c) for c in cfg.corpus], print)
+        pairs = read_pairs([str(ROOT / c) for c in cfg.corpus], print)
         if not pairs:
             sys.exit("error: no dialogue or DDTP train pairs under data/corpus (run lwx-edge data all)")
         tok = stage / cfg.tokenizer

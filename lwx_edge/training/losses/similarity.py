@@ -6,7 +6,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..errors import InputError
+from ...errors import InputError
 from .alignment import _check_pair, _fp32
 
 FORMS = ("paper", "cosine")

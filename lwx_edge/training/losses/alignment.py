@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..errors import InputError
+from ...errors import InputError
 
 
 def _shape(t: torch.Tensor) -> list[int]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import InputError
+from ...errors import InputError
 from .alignment import _check_pair, _fp32
 
 EPS = 1e-6

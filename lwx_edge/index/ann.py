@@ -21,11 +21,13 @@ import hashlib
 import json
 import logging
 import struct
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .errors import BackendUnavailable
+from ..errors import BackendUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ def available() -> bool:
     return True
 
 
-def _usearch():
+def _usearch() -> Any:
     try:
         from usearch.index import Index as UIndex
     except ImportError as e:
@@ -56,7 +58,7 @@ def _usearch():
     return UIndex
 
 
-def _new(dim: int):
+def _new(dim: int) -> Any:
     """An empty usearch graph of ``dim``-d int8 rows, configured as every graph of an index is."""
     return _usearch()(ndim=int(dim), metric="cos", dtype="i8", connectivity=CONNECTIVITY,
                       expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
@@ -74,7 +76,7 @@ def sidecar_path(index_path: Path) -> Path:
     return index_path.with_name(index_path.name + ".ann")
 
 
-def check_body(body, dim: int, items: int, rowids: np.ndarray | None = None) -> str | None:
+def check_body(body: bytes | memoryview, dim: int, items: int, rowids: np.ndarray | None = None) -> str | None:
     """None if ``body`` (usearch's serialisation of a graph, as :meth:`Graph.save` writes it) is one the running
     usearch can load and search safely, holding ``items`` ``dim``-d int8 rows (keyed exactly by ``rowids``, when
     given); otherwise what is wrong with it. Nothing of ``body`` is trusted: every size is checked against the
@@ -171,7 +173,7 @@ def _check_nodes(b: memoryview, lv_at: int, size: int, conn: int, conn_base: int
 class Graph:
     """A usearch HNSW graph over int8 rows keyed by rowid, tagged with the index generation it reflects."""
 
-    def __init__(self, graph, generation: int):
+    def __init__(self, graph: Any, generation: int):
         self.graph, self.generation, self.dirty = graph, generation, False
 
     @classmethod
@@ -256,7 +258,7 @@ class Graph:
 
     def save(self, path: Path, head: dict) -> bool:
         """Write the sidecar atomically; False (and nothing changed) if the directory is not writable."""
-        from ._io import atomic_file
+        from ..atomic import atomic_file
 
         try:
             body = self.graph.save()
@@ -279,7 +281,7 @@ class Graph:
             self.graph.add(keys, q, threads=0)
             self.dirty = True
 
-    def remove(self, rowids) -> None:
+    def remove(self, rowids: Sequence[int] | np.ndarray) -> None:
         keys = [int(k) for k in rowids if int(k) in self.graph]
         if keys:
             self.graph.remove(np.array(keys, dtype=np.uint64))

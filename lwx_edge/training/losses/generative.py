@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import InputError
+from ...errors import InputError
 from .alignment import _fp32, _shape
 
 MODES = ("ugt", "xtr", "smlm")

@@ -47,6 +47,7 @@ def _fault(step: str, path: Path) -> None:
 
 
 def sha256_file(path: str | os.PathLike) -> str:
+    """The hex sha256 of a file, read in 1 MB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -186,11 +187,13 @@ def read_json(path: str | os.PathLike, what: str, error: type[LwxError] = InputE
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write UTF-8 text atomically (:func:`atomic_file`)."""
     with atomic_file(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
 
 
 def write_json_atomic(path: str | os.PathLike, obj) -> None:
+    """Write ``obj`` as indented JSON atomically."""
     write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..errors import InputError
+from ...errors import InputError
 from .alignment import _check_matrix, _check_pair, _fp32, _shape
 
 

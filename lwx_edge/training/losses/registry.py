@@ -3,7 +3,7 @@
 Adding a loss takes its function, one :class:`Loss` entry below and a ``LossWeights`` field of the same name.
 A term runs when its weight is non-zero and every input it reads is present. The inputs are the batch fields
 (``ids_a``, ``teacher``, ``mono_teacher``, ...), the forward outputs (``u``, ``v``, ``logits_a``, ``mono``,
-...) and the distilled vectors ``kd_a``, ``kd_b``, ``kd_mono`` (see :func:`lwx_edge.train.loss_inputs`).
+...) and the distilled vectors ``kd_a``, ``kd_b``, ``kd_mono`` (see :func:`lwx_edge.training.objective.loss_inputs`).
 Batch-level terms compare every pair with the whole batch (in-batch negatives, cosine matrices): under DDP
 the inputs they read are all-gathered, so they see the global batch, exactly as a single process does.
 """
