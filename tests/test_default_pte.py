@@ -64,3 +64,21 @@ def test_a_pickled_default_reopens_its_built_program(default_pte):
     again = pickle.loads(pickle.dumps(et))
     assert again.bundle.path == default_pte and again.artifact == PTE
     assert np.allclose(again.embed(TEXTS[:3]), et.embed(TEXTS[:3]), atol=1e-6)
+
+
+def test_a_copy_never_replaces_a_directory_that_is_not_one(tmp_path):
+    """--out DIR holding other files is refused before any work: the copy replaces the whole directory."""
+    from typer.testing import CliRunner
+
+    from lwx_edge.cli import app
+
+    pytest.importorskip("executorch")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    r = CliRunner().invoke(app, ["export", "default", "--out", str(mine)])
+    assert r.exit_code != 0 and "is not empty and is not a copy of the default model" in str(r.exception)
+    assert (mine / "notes.txt").read_text() == "keep me" and len(list(mine.iterdir())) == 1
+    (tmp_path / "file").write_text("x")
+    r = CliRunner().invoke(app, ["export", "default", "--out", str(tmp_path / "file")])
+    assert "it is a file" in str(r.exception) and (tmp_path / "file").read_text() == "x"

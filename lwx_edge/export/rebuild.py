@@ -42,7 +42,7 @@ def rebuild_default(out: str | os.PathLike | None = None, *, max_batch: int = 16
     from ..bundle import update_manifest
 
     shipped = Bundle.load(default_model_path())  # every file checked against the manifest
-    target = Path(out) if out is not None else built_default_dir()
+    target = _checked_target(Path(out) if out is not None else built_default_dir(), shipped)
     with tempfile.TemporaryDirectory(prefix="lwx-rebuild-") as tmp:
         readback = _read_back(shipped, Path(tmp) / "readback")
         report = export_bundle(readback, formats=("pte",), int8=True, max_batch=max_batch, out=Path(tmp) / "pte",
@@ -69,6 +69,24 @@ def rebuild_default(out: str | os.PathLike | None = None, *, max_batch: int = 16
             write_json_atomic(d / PARITY, parity)
             update_manifest(d, {PTE: artifact})
     return {**entry, "output_dir": str(target), "path": str(target / PTE), "report": report}
+
+
+def _checked_target(target: Path, shipped: Bundle) -> Path:
+    """``target``, refused (ExportError, before any work) when it is a file, or a directory holding anything but
+    an earlier copy of this default: the copy replaces the whole directory."""
+    from . import ExportError
+
+    if target.exists() and not target.is_dir():
+        raise ExportError(f"cannot write the default's copy to {target}: it is a file")
+    if target.is_dir() and any(target.iterdir()):
+        try:
+            earlier = json.loads((target / "manifest.json").read_text(encoding="utf-8"))["files"][ONNX]["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            earlier = None
+        if earlier != shipped.sha256(ONNX):
+            raise ExportError(f"--out {target} is not empty and is not a copy of the default model; give a new or "
+                              "empty directory (the copy replaces the whole directory)")
+    return target
 
 
 def _read_back(shipped: Bundle, out: Path) -> Path:
