@@ -10,17 +10,16 @@ import typer
 from lwx_edge import runtime
 
 from ..errors import BundleError
-from ._extras import missing, require
+from ._extras import EXTRAS, missing, require
 
 
 def _formats() -> str:
     return ", ".join(f"{s.format} ({' / '.join(s.artifacts.values())})" for s in runtime.backends() if s.exporter)
 
 
-# What exporting each format needs (every export loads the fp32 weights with torch): ONNX comes with the [export]
-# extra, ExecuTorch with the [executorch] extra (its 1.9 GB toolchain; torchao quantizes the .pte's token table).
-_FORMAT_EXTRA = {"onnx": ("export", ("torch", "safetensors", "onnx", "onnxscript")),
-                 "pte": ("executorch", ("torch", "safetensors", "executorch", "torchao"))}
+# The extra each format needs (every export loads the fp32 weights with torch): ONNX comes with [export],
+# ExecuTorch with [executorch] (its toolchain adds ~1.2 GB; torchao quantizes the .pte's token table).
+_FORMAT_EXTRA = {"onnx": "export", "pte": "executorch"}
 
 
 def _formats_to_write(formats: str | None) -> str:
@@ -30,15 +29,13 @@ def _formats_to_write(formats: str | None) -> str:
     if formats is not None:
         for name in dict.fromkeys(f.strip().lower() for f in formats.split(",")):
             if name in _FORMAT_EXTRA:
-                extra, modules = _FORMAT_EXTRA[name]
-                require("export", extra, modules)
+                require("export", _FORMAT_EXTRA[name])
         return formats
-    ready = [name for name, (_, modules) in _FORMAT_EXTRA.items() if not missing(modules)]
+    ready = [name for name, extra in _FORMAT_EXTRA.items() if not missing(EXTRAS[extra])]
     if not ready:
-        require("export", "export", _FORMAT_EXTRA["onnx"][1])
-    for name in _FORMAT_EXTRA:
+        require("export", "export")
+    for name, extra in _FORMAT_EXTRA.items():
         if name not in ready:
-            extra = _FORMAT_EXTRA[name][0]
             typer.echo(f"note: no {name} export: its toolchain is not installed (pip install "
                        f"\"lwx-edge[{extra}]\"); exporting {', '.join(ready)}", err=True)
     return ",".join(ready)
