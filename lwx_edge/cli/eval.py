@@ -55,11 +55,25 @@ def eval_(
     threads: Optional[int] = threads_option(),
 ) -> None:
     """Score bundles and reference systems on the same DDTP split; print a markdown table."""
-    from .. import collapse
-    from ..atomic import write_json_atomic, write_text_atomic
-    from ..encoder import Encoder
+    from ..evaluate import evaluate_ddtp, markdown_table
+
+    task_list, ref_list = _checked_options(split, tasks, refs)
+    pair_dirs = _pair_dirs(corpus, split, task_list,
+                           {"dialogue": dialogue, "everyday": everyday, "conversation": conversation})
+    systems = _bundle_systems(bundles, threads)
+    systems.update(_reference_systems(ref_list, corpus, pair_dirs, threads))
+    dirs: dict[str, str | os.PathLike] = dict(pair_dirs)
+    results = evaluate_ddtp(systems, corpus, split, task_list, pair_dirs=dirs)  # progress: logging
+    table = markdown_table(results, split)
+    typer.echo(table)
+    if out:
+        _write(out, table, {"split": split, "corpus": str(corpus), "tasks": task_list, "results": results})
+
+
+def _checked_options(split: str, tasks: str, refs: str) -> tuple[list[str], list[str]]:
+    """The tasks and reference systems asked for, checked (and the teacher's extra, before any model runs)."""
     from ..errors import InputError
-    from ..evaluate import PAIR_TASKS, evaluate_ddtp, markdown_table, random_embedder
+    from ..evaluate import PAIR_TASKS
 
     if split not in ("dev", "test"):
         raise InputError(f"--split must be dev or test, got {split!r} (the train split is what models learn from)")
@@ -71,14 +85,28 @@ def eval_(
         raise InputError(f"--refs takes {', '.join(REFERENCES)}, got {refs!r}")
     if "teacher" in ref_list:  # before any model runs: the teacher is scored last
         require("eval", "teacher", instead=", or score without the teacher: --refs tfidf,random")
+    return task_list, ref_list
+
+
+def _pair_dirs(corpus: Path, split: str, task_list: list[str], dirs: dict[str, Path]) -> dict[str, Path]:
+    """The corpus directory of each pair task asked for, each checked to hold the split (as is the DDTP corpus)."""
+    from ..errors import InputError
+
     if not (corpus / f"{split}.docs.jsonl").is_file():
         raise InputError(f"{corpus}: no {split}.docs.jsonl (build it with: lwx-edge data ddtp)")
-    pair_dirs = {t: d for t, d in (("dialogue", dialogue), ("everyday", everyday), ("conversation", conversation))
-                 if t in task_list}
+    pair_dirs = {t: d for t, d in dirs.items() if t in task_list}
     for task, d in pair_dirs.items():
         if not any((d / f"{split}.en-{lang}.tsv").is_file() for lang in ("fr", "de", "es", "it")):
             raise InputError(f"{d}: no {split}.en-xx.tsv (build it with: lwx-edge data {task}, "
                              f"or leave {task} out of --tasks)")
+    return pair_dirs
+
+
+def _bundle_systems(bundles: List[Path], threads: Optional[int]) -> dict[str, Embedder]:
+    """An embedder per bundle, each loaded and checked for collapse (a collapsed one is scored all the same)."""
+    from .. import collapse
+    from ..encoder import Encoder
+
     systems: dict[str, Embedder] = {}
     for b in bundles:
         enc = Encoder.load(b, threads=threads)
@@ -91,6 +119,15 @@ def eval_(
             return enc.embed(list(texts), batch_size=64, truncation="ignore", progress=len(texts) > 2000)
 
         systems[f"lwx-edge {b}"] = embed
+    return systems
+
+
+def _reference_systems(ref_list: list[str], corpus: Path, pair_dirs: dict[str, Path],
+                       threads: Optional[int]) -> dict[str, Embedder]:
+    """The reference systems asked for, in the table's order: the teacher, TF-IDF, random."""
+    from ..evaluate import random_embedder
+
+    systems: dict[str, Embedder] = {}
     if "teacher" in ref_list:
         from ..data.teacher import USETeacher
 
@@ -106,13 +143,13 @@ def eval_(
         systems["TF-IDF"] = _tfidf(corpus, list(pair_dirs.values()))
     if "random" in ref_list:
         systems["random"] = random_embedder()
-    dirs: dict[str, str | os.PathLike] = dict(pair_dirs)
-    results = evaluate_ddtp(systems, corpus, split, task_list, pair_dirs=dirs)  # progress: logging
-    table = markdown_table(results, split)
-    typer.echo(table)
-    if out:
-        write_json_atomic(out, {"split": split, "corpus": str(corpus), "tasks": task_list, "results": results})
-        from ..atomic import is_stream
+    return systems
 
-        if not is_stream(out):  # /dev/null, /dev/stdout, a FIFO: nothing beside it
-            write_text_atomic(out.with_suffix(".md"), table + "\n")
+
+def _write(out: Path, table: str, results: dict) -> None:
+    """The results as JSON at OUT, and the markdown table beside it (unless OUT is a stream)."""
+    from ..atomic import is_stream, write_json_atomic, write_text_atomic
+
+    write_json_atomic(out, results)
+    if not is_stream(out):  # /dev/null, /dev/stdout, a FIFO: nothing beside it
+        write_text_atomic(out.with_suffix(".md"), table + "\n")

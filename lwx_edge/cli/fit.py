@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from ._options import threads_option
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..encoder import Encoder
+    from ..heads import BaseHead, LabelledFile
 
 
 def _eval_spec(spec: str) -> tuple[str, Path]:
@@ -57,17 +63,10 @@ def fit(
 
     from ..atomic import write_json_atomic
     from ..encoder import Encoder
-    from ..errors import InputError
-    from ..heads import make_head, read_labelled
+    from ..heads import make_head
     from ..heads.base import FewExamplesWarning, few_examples, stratified_split
 
-    make_head(kind)  # an unknown --kind fails here, before any embedding
-    evals = [_eval_spec(s) for s in eval_lang]
-    if not 0 <= dev_fraction < 1:
-        raise InputError(f"--dev-fraction must be in [0, 1), got {dev_fraction}")
-    train = read_labelled(data, text_col, label_col)
-    eval_sets = {name: read_labelled(path, text_col, label_col) for name, path in evals}
-    typer.echo(f"{data}: {len(train.texts)} examples, {len(set(train.labels))} labels", err=True)
+    train, eval_sets = _read(data, text_col, label_col, kind, dev_fraction, eval_lang)
     y = np.asarray(train.labels)
     _, y_idx = np.unique(y, return_inverse=True)
     few = few_examples(y_idx)
@@ -79,6 +78,45 @@ def fit(
     tr, dev = stratified_split(y_idx, dev_fraction, np.random.default_rng(seed))
     typer.echo(f"fitting the {kind} head on {len(tr)} examples, {len(np.unique(y_idx[tr]))} labels", err=True)
     head = make_head(kind, encoder=enc, random_state=seed).fit(X[tr], y[tr])
+    reports = _reports(head, enc, X, y, dev, eval_sets)
+    fitted_on = len(tr)
+    if refit and len(dev):  # the reports above measured the head without its dev slice; ship one that saw all
+        head = make_head(kind, encoder=enc, random_state=seed).fit(X, y)
+        fitted_on = len(y)
+    head.save(out, info=_info(data, fitted_on, len(dev), len(tr), reports))
+    typer.echo(f"head ({kind}, fitted on {fitted_on} examples"
+               + (", refitted on all after the dev report" if fitted_on > len(tr) else "") + f") -> {out}")
+    if json_out:
+        write_json_atomic(json_out, reports)
+
+
+def _read(data: Path, text_col: str, label_col: str, kind: str, dev_fraction: float,
+          eval_lang: List[str]) -> tuple[LabelledFile, dict[str, LabelledFile]]:
+    """The training examples and each --eval-lang file, read once the options are checked."""
+    from ..errors import InputError
+    from ..heads import make_head, read_labelled
+
+    make_head(kind)  # an unknown --kind fails here, before any embedding
+    evals = [_eval_spec(s) for s in eval_lang]
+    if not 0 <= dev_fraction < 1:
+        raise InputError(f"--dev-fraction must be in [0, 1), got {dev_fraction}")
+    train = read_labelled(data, text_col, label_col)
+    eval_sets = {name: read_labelled(path, text_col, label_col) for name, path in evals}
+    typer.echo(f"{data}: {len(train.texts)} examples, {len(set(train.labels))} labels", err=True)
+    return train, eval_sets
+
+
+def _info(data: Path, fitted_on: int, dev_examples: int, reports_fitted_on: int, reports: dict[str, dict]) -> dict:
+    """What the saved head records about its fit: the data, the examples it saw, the reports' headline numbers."""
+    return {"data": str(data), "examples": int(fitted_on), "dev_examples": int(dev_examples),
+            "reports_fitted_on": int(reports_fitted_on),
+            "results": {k: {m: v[m] for m in ("n", "accuracy", "balanced_accuracy", "macro_f1")}
+                        for k, v in reports.items()}}
+
+
+def _reports(head: BaseHead, enc: Encoder, X: np.ndarray, y: np.ndarray, dev: np.ndarray,
+             eval_sets: dict[str, LabelledFile]) -> dict[str, dict]:
+    """The head scored on the dev slice (when there is one) and on each other language's file, each printed."""
     reports = {}
     if len(dev):
         reports["dev"] = head.evaluate(X[dev], y[dev])
@@ -86,17 +124,4 @@ def fit(
     for name, ds in eval_sets.items():
         reports[name] = head.evaluate(enc.embed(ds.texts, progress=True, truncation="ignore"), ds.labels)
         _report(f"{name} (zero-shot, {len(ds.texts)} examples)", reports[name])
-    fitted_on = len(tr)
-    if refit and len(dev):  # the reports above measured the head without its dev slice; ship one that saw all
-        head = make_head(kind, encoder=enc, random_state=seed).fit(X, y)
-        fitted_on = len(y)
-    info = {"data": str(data), "examples": int(fitted_on), "dev_examples": int(len(dev)),
-            "reports_fitted_on": int(len(tr)),
-            "results": {k: {m: v[m] for m in ("n", "accuracy", "balanced_accuracy", "macro_f1")}
-                        for k, v in reports.items()}}
-    head.save(out, info=info)
-    typer.echo(f"head ({kind}, fitted on {fitted_on} examples"
-               + (", refitted on all after the dev report" if fitted_on > len(tr) else "") + f") -> {out}")
-    if json_out:
-        write_json_atomic(json_out, reports)
-
+    return reports

@@ -3,12 +3,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
 from ._extras import require
 from ._options import threads_option
+
+if TYPE_CHECKING:
+    from ..training.config import TrainConfig
+
+LIST_OPTIONS = ("corpus", "mono", "dev_pairs", "dev_xsr")  # repeatable options: given, they replace the list
 
 
 def train(
@@ -66,31 +71,38 @@ def train(
     threads: Optional[int] = threads_option(),
 ) -> None:
     """Train an encoder on translation pairs (with distillation from a teacher) and write OUT/bundle."""
+    cfg = _config(config, set_, corpus=corpus, mono=mono, dev_pairs=dev_pairs, dev_xsr=dev_xsr, out_dir=out,
+                  dev_docs=dev_docs, tokenizer=tokenizer, init_from=init_from, vocab_size=vocab_size, lr=lr,
+                  batch_size=batch_size, epochs=epochs, max_steps=max_steps, max_time=max_time, teacher=teacher,
+                  device=device, seed=seed, threads=threads)
+    typer.echo(json.dumps(_run(cfg, resume), indent=2))
+
+
+def _config(files: List[Path], set_: List[str], **options: Any) -> TrainConfig:
+    """The run's settings: the --config files overlaid in order, then the options given (a list option replaces
+    the files' list), then each --set. The [train] extra is checked first."""
     require("train", "train")  # before torch is imported or anything is read
     from ..errors import LwxError
     from ..training.config import TrainConfig
-    from ..training.trainer import train as run
 
-    cfg = TrainConfig.from_files(config)
-    if corpus:
-        cfg.corpus = [str(p) for p in corpus]
-    if mono:
-        cfg.mono = [str(p) for p in mono]
-    if dev_pairs:
-        cfg.dev_pairs = [str(p) for p in dev_pairs]
-    if dev_xsr:
-        cfg.dev_xsr = [str(p) for p in dev_xsr]
-    for name, value in [("out_dir", out), ("dev_docs", dev_docs), ("tokenizer", tokenizer), ("init_from", init_from),
-                        ("vocab_size", vocab_size), ("batch_size", batch_size), ("lr", lr), ("epochs", epochs),
-                        ("max_steps", max_steps), ("max_time", max_time), ("teacher", teacher), ("device", device),
-                        ("seed", seed), ("threads", threads)]:
-        if value is not None:
+    cfg = TrainConfig.from_files(files)
+    for name, value in options.items():
+        if name in LIST_OPTIONS:
+            if value:
+                setattr(cfg, name, [str(p) for p in value])
+        elif value is not None:
             setattr(cfg, name, str(value) if isinstance(value, Path) else value)
     for item in set_:
         if "=" not in item:
             raise LwxError(f"--set expects key=value, got {item!r}")
         cfg.set(*item.split("=", 1))
+    return cfg
+
+
+def _run(cfg: TrainConfig, resume: bool) -> dict:
+    """Train with these settings (the teacher's extra checked first when the run needs the teacher); the result."""
+    from ..training.trainer import train as run
+
     if cfg.teacher == "use" and (cfg.weights.kd or cfg.weights.mono or (cfg.init_from and cfg.tokenizer)):
         require("train", "teacher", instead=", or train without it: --teacher none")
-    result = run(cfg, resume=resume)
-    typer.echo(json.dumps(result, indent=2))
+    return run(cfg, resume=resume)
