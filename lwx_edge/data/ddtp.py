@@ -170,7 +170,7 @@ def _progress(it, desc: str, progress: bool):
     return tqdm(it, desc=desc, unit=" records", mininterval=1.0, file=sys.stderr)
 
 
-def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path = "data/corpus/ddtp",  # noqa: C901
+def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path = "data/corpus/ddtp",
                langs: tuple[str, ...] = ("fr", "de", "es", "it"), progress: bool = True) -> dict:
     r"""Build the DDTP corpus from apt lists. Writes, each atomically:
 
@@ -191,9 +191,28 @@ def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path
         raise CorpusError(f"{lists_dir}: no *_binary-*_Packages lists; run "
                           "apt-get update -o Acquire::Languages=en,fr,de,es,it")
     skipped: Counter = Counter()
-    # md5 -> (package, source, section); the first binary package seen (lists in sorted order) names it
+    meta, english_fallback = _read_packages(packages, skipped, progress)
+    texts = _read_translations(lists_dir, langs, meta, english_fallback, skipped, progress)
+    docs, pairs, summary = _collect(texts, meta, langs, skipped)
+    for split in SPLITS:
+        write_text_atomic(out_dir / f"{split}.docs.jsonl", "".join(d + "\n" for d in docs[split]))
+        for lang in langs:
+            write_text_atomic(out_dir / f"{split}.en-{lang}.tsv", "".join(r + "\n" for r in pairs[(split, lang)]))
+    summary["skipped"] = dict(sorted(skipped.items()))
+    summary["seconds"] = round(time.time() - t0, 1)
+    write_json_atomic(out_dir / "summary.json", summary)
+    if progress:
+        line = ", ".join(f"en-{lang} {summary['train'][f'en-{lang}']['pairs']:,}" for lang in langs)
+        log.info("ddtp: train pairs %s; written to %s in %ss", line, out_dir, summary["seconds"])
+    return summary
+
+
+def _read_packages(packages: list[Path], skipped: Counter,
+                   progress: bool) -> tuple[dict[str, tuple[str, str, str]], dict[str, str]]:
+    """md5 -> (package, source, section), the first binary package seen naming it (lists in sorted order); and
+    md5 -> the English Description from Packages (used where there is no Translation-en)."""
     meta: dict[str, tuple[str, str, str]] = {}
-    english_fallback: dict[str, str] = {}  # md5 -> Description from Packages (used without Translation-en)
+    english_fallback: dict[str, str] = {}
     for path in packages:
         for rec in _progress(stanzas(read_index(path)), path.name, progress):
             pkg = rec.get("Package")
@@ -211,6 +230,13 @@ def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path
             meta[md5] = (pkg, source, section)
             if desc and "\n" in desc:
                 english_fallback[md5] = desc
+    return meta, english_fallback
+
+
+def _read_translations(lists_dir: Path, langs: tuple[str, ...], meta: dict[str, tuple[str, str, str]],
+                       english_fallback: dict[str, str], skipped: Counter,
+                       progress: bool) -> dict[str, dict[str, tuple[str, list[str]]]]:
+    """md5 -> lang -> (short, long paragraphs), from the Translation lists (English falling back to Packages)."""
     texts: dict[str, dict[str, tuple[str, list[str]]]] = defaultdict(dict)
     for lang in ("en", *langs):
         field = f"Description-{lang}"
@@ -232,7 +258,13 @@ def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path
                 texts[md5].setdefault(lang, parse_description(raw))
     for md5, desc in english_fallback.items():
         texts[md5].setdefault("en", parse_description(desc))
+    return texts
 
+
+def _collect(texts: dict[str, dict[str, tuple[str, list[str]]]], meta: dict[str, tuple[str, str, str]],
+             langs: tuple[str, ...], skipped: Counter) -> tuple[dict, dict, dict]:
+    """Each description with an English text into its split: (split -> doc records as JSON lines, (split, lang)
+    -> ordered set of pair rows, the summary's per-split counts)."""
     pairs: dict[tuple[str, str], dict[str, None]] = defaultdict(dict)  # ordered set of rows
     docs: dict[str, list[str]] = defaultdict(list)
     summary: dict = {s: {"docs": 0, "labels": {k: 0 for k in LABELS}} for s in SPLITS}
@@ -253,36 +285,29 @@ def build_ddtp(lists_dir: str | Path = "/var/lib/apt/lists", out_dir: str | Path
         summary[split]["docs"] += 1
         if section in summary[split]["labels"]:
             summary[split]["labels"][section] += 1
-        en_short, en_long = by_lang["en"]
         for lang in langs:
-            if lang not in by_lang:
-                continue
-            xx_short, xx_long = by_lang[lang]
-            c = counts[(split, lang)]
-            c["descriptions"] += 1
-            rows = pairs[(split, lang)]
-            if en_short and xx_short:
-                rows.setdefault(f"{en_short}\t{xx_short}", None)
-            if len(en_long) == len(xx_long):
-                c["aligned_long"] += 1
-                for a, b in zip(en_long, xx_long):
-                    if is_prose(a) and is_prose(b):
-                        rows.setdefault(f"{a}\t{b}", None)
-            elif en_long or xx_long:
-                c["unaligned_long"] += 1
+            if lang in by_lang:
+                _add_pairs(by_lang["en"], by_lang[lang], pairs[(split, lang)], counts[(split, lang)])
     for split in SPLITS:
-        write_text_atomic(out_dir / f"{split}.docs.jsonl", "".join(d + "\n" for d in docs[split]))
         for lang in langs:
-            rows = pairs[(split, lang)]
-            write_text_atomic(out_dir / f"{split}.en-{lang}.tsv", "".join(r + "\n" for r in rows))
             c = counts[(split, lang)]
-            summary[split][f"en-{lang}"] = {"pairs": len(rows), "descriptions": c["descriptions"],
+            summary[split][f"en-{lang}"] = {"pairs": len(pairs[(split, lang)]), "descriptions": c["descriptions"],
                                             "aligned_long": c["aligned_long"],
                                             "unaligned_long": c["unaligned_long"]}
-    summary["skipped"] = dict(sorted(skipped.items()))
-    summary["seconds"] = round(time.time() - t0, 1)
-    write_json_atomic(out_dir / "summary.json", summary)
-    if progress:
-        line = ", ".join(f"en-{lang} {summary['train'][f'en-{lang}']['pairs']:,}" for lang in langs)
-        log.info("ddtp: train pairs %s; written to %s in %ss", line, out_dir, summary["seconds"])
-    return summary
+    return docs, pairs, summary
+
+
+def _add_pairs(en: tuple[str, list[str]], xx: tuple[str, list[str]], rows: dict[str, None], c: Counter) -> None:
+    """One description's pair rows: the short descriptions, and the long paragraphs when both sides have as many
+    (bullet-only paragraphs skipped)."""
+    (en_short, en_long), (xx_short, xx_long) = en, xx
+    c["descriptions"] += 1
+    if en_short and xx_short:
+        rows.setdefault(f"{en_short}\t{xx_short}", None)
+    if len(en_long) == len(xx_long):
+        c["aligned_long"] += 1
+        for a, b in zip(en_long, xx_long):
+            if is_prose(a) and is_prose(b):
+                rows.setdefault(f"{a}\t{b}", None)
+    elif en_long or xx_long:
+        c["unaligned_long"] += 1
