@@ -1,8 +1,9 @@
 """Build the default model shipped in the package (``lwx_edge/default_model``) from a trained bundle.
 
     python tools/make_default_model.py runs/default/best
-    lwx-edge eval default --split test -o benchmarks/eval_test.json
-    python tools/make_default_model.py --attach benchmarks/eval_test.json
+    lwx-edge eval default --split test -o /tmp/eval_test.json      # also writes /tmp/eval_test.md
+    python tools/make_default_model.py --attach /tmp/eval_test.json   # the model's eval_test.json, the one copy
+    cp /tmp/eval_test.md benchmarks/eval_test.md                      # its tables, readable (docs/EVALUATION.md)
 
 Exports the bundle ``--int8`` to ONNX (with the parity checks of ``lwx-edge export``) into a temporary copy,
 keeps only what the torch-free base install runs -- ``config.json``, ``tokenizer.model``, ``parity.json`` and
