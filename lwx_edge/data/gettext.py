@@ -363,58 +363,12 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
             items = tqdm(items, desc="gettext catalogs", unit=" pkg", file=sys.stderr)
         for pkg, deb in items:
             download_bytes += deb.stat().st_size
-            try:
-                _, source = deb_source(deb)
-                if "manpages" in source:
-                    raise CorpusError(f"{deb}: built from {source}, a man-page translation source "
-                                      "(reserved for evaluation)")
-                catalogs = list(deb_catalogs(deb, langs))
-            except CorpusError as e:
-                if "manpages" in str(e):
-                    raise
-                log.warning("%s skipped: %s", pkg, e)
+            entry = _read_package(pkg, deb, langs, split_by, held_out, rows, dropped)
+            if entry is None:
                 missing.append(pkg)
-                continue
-            split = "test" if pkg in held_out else split_of(source)
-            counts: Counter = Counter()
-            domains: dict[str, str] = {}
-            for lang, key, data in catalogs:
-                if split_by == "domain":
-                    domain = key.rsplit("/", 1)[-1]
-                    split = domains[domain] = "test" if pkg in held_out else split_of(domain)
-                try:
-                    entries = list(parse_mo(data, f"{deb.name}:{key}"))
-                except CorpusError as e:
-                    log.warning("%s; catalog skipped", e)
-                    dropped["bad_catalog"] += 1
-                    continue
-                for msgid, msgstr in entries:
-                    pair = clean_entry(msgid, msgstr)
-                    if pair is None:
-                        dropped["cleaning"] += 1
-                        continue
-                    rows[(split, lang)].setdefault(f"{pair[0]}\t{pair[1]}", None)
-                    counts[lang] += 1
-            per_package[pkg] = {"source": source, "split": split if split_by == "source" else domains,
-                                "strings": dict(sorted(counts.items()))}
-        # UI strings recur across programs ("Cancel"): an English message stays only in the earliest split
-        # (train < dev < test) where it occurs, for every language, so dev/test English is unseen in training
-        earlier: set[str] = set()
-        summary: dict = {s: {} for s in SPLITS}
-        for split in SPLITS:
-            here: set[str] = set()
-            for lang in langs:
-                kept = []
-                for r in rows[(split, lang)]:
-                    key = normalize(r.split("\t", 1)[0])
-                    if key in earlier:
-                        dropped["seen_in_earlier_split"] += 1
-                    else:
-                        kept.append(r)
-                        here.add(key)
-                write_text_atomic(out_dir / f"{split}.en-{lang}.tsv", "".join(r + "\n" for r in kept))
-                summary[split][f"en-{lang}"] = {"pairs": len(kept)}
-            earlier |= here
+            else:
+                per_package[pkg] = entry
+        summary = _write_splits(out_dir, langs, rows, dropped)
         summary.update({"packages": per_package, "missing": missing, "dropped": dict(dropped),
                         "download_mb": round(download_bytes / 1e6, 1), "seconds": round(time.time() - t0, 1)})
         write_json_atomic(out_dir / "summary.json", summary)
@@ -424,6 +378,79 @@ def build_gettext(out_dir: str | Path = "data/corpus/gettext", langs: tuple[str,
     if progress:
         line = ", ".join(f"en-{lang} {summary['train'][f'en-{lang}']['pairs']:,}" for lang in langs)
         log.info("gettext: train pairs %s; written to %s in %ss", line, out_dir, summary["seconds"])
+    return summary
+
+
+
+def _read_package(pkg: str, deb: Path, langs: tuple[str, ...], split_by: str, held_out,
+                  rows: dict[tuple[str, str], dict[str, None]], dropped: Counter) -> dict | None:
+    """Add a downloaded package's cleaned pairs to ``rows`` ((split, lang) -> ordered set of en<TAB>xx rows);
+    its summary entry, or None when it cannot be read (a warning). A man-page translation source is an error."""
+    try:
+        _, source = deb_source(deb)
+        if "manpages" in source:
+            raise CorpusError(f"{deb}: built from {source}, a man-page translation source "
+                              "(reserved for evaluation)")
+        catalogs = list(deb_catalogs(deb, langs))
+    except CorpusError as e:
+        if "manpages" in str(e):
+            raise
+        log.warning("%s skipped: %s", pkg, e)
+        return None
+    split = "test" if pkg in held_out else split_of(source)
+    counts: Counter = Counter()
+    domains: dict[str, str] = {}
+    for lang, key, data in catalogs:
+        if split_by == "domain":
+            domain = key.rsplit("/", 1)[-1]
+            split = domains[domain] = "test" if pkg in held_out else split_of(domain)
+        for row in _catalog_rows(data, f"{deb.name}:{key}", dropped):
+            rows[(split, lang)].setdefault(row, None)
+            counts[lang] += 1
+    return {"source": source, "split": split if split_by == "source" else domains,
+            "strings": dict(sorted(counts.items()))}
+
+
+def _catalog_rows(data: bytes, name: str, dropped: Counter) -> list[str]:
+    """The cleaned en<TAB>xx rows of one .mo catalog, in its order (none from an unreadable catalog: a warning);
+    what is dropped is counted in ``dropped``."""
+    try:
+        entries = list(parse_mo(data, name))
+    except CorpusError as e:
+        log.warning("%s; catalog skipped", e)
+        dropped["bad_catalog"] += 1
+        return []
+    out = []
+    for msgid, msgstr in entries:
+        pair = clean_entry(msgid, msgstr)
+        if pair is None:
+            dropped["cleaning"] += 1
+            continue
+        out.append(f"{pair[0]}\t{pair[1]}")
+    return out
+
+
+def _write_splits(out_dir: Path, langs: tuple[str, ...], rows: dict[tuple[str, str], dict[str, None]],
+                  dropped: Counter) -> dict:
+    """Write ``{split}.en-{xx}.tsv``; the summary's pair counts per split. UI strings recur across programs
+    ("Cancel"): an English message stays only in the earliest split (train < dev < test) where it occurs, for
+    every language, so dev/test English is unseen in training."""
+    earlier: set[str] = set()
+    summary: dict = {s: {} for s in SPLITS}
+    for split in SPLITS:
+        here: set[str] = set()
+        for lang in langs:
+            kept = []
+            for r in rows[(split, lang)]:
+                key = normalize(r.split("\t", 1)[0])
+                if key in earlier:
+                    dropped["seen_in_earlier_split"] += 1
+                else:
+                    kept.append(r)
+                    here.add(key)
+            write_text_atomic(out_dir / f"{split}.en-{lang}.tsv", "".join(r + "\n" for r in kept))
+            summary[split][f"en-{lang}"] = {"pairs": len(kept)}
+        earlier |= here
     return summary
 
 
