@@ -12,7 +12,7 @@ MAX_FILE_LINES, MAX_FUNCTION_LINES = 500, 60
 # Left for a follow-up of issue 39 (each still to split into named helpers, behaviour identical). The list may
 # only shrink: a new long file or function fails, and so does a listed one that got short (drop it here).
 KNOWN_LONG_FILES: set[str] = set()
-KNOWN_LONG_FUNCTIONS = {"lwx_edge/data/teacher.py _compute", "lwx_edge/export/quantize.py per_row_activations",
+KNOWN_LONG_FUNCTIONS = {"lwx_edge/export/quantize.py per_row_activations",
                         "lwx_edge/heads/mlp.py _fit_layers"}
 
 

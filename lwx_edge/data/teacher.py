@@ -18,7 +18,7 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -279,6 +279,8 @@ class TeacherCache:
 
     def _compute(self, texts: list[str], keys: np.ndarray, batch_size: int, progress: bool,
                  workers: int = 1) -> None:
+        """Encode and cache the distinct ``texts`` (their ``keys``), a shard written every SHARD_SIZE vectors;
+        what was computed is kept even when interrupted or when the teacher fails midway."""
         from tqdm import tqdm
 
         # distinct texts, shortest first: the teacher pads each batch to its longest text
@@ -286,27 +288,34 @@ class TeacherCache:
         first = first[np.argsort([len(texts[i]) for i in first], kind="stable")]
         todo_texts = [texts[i] for i in first]
         todo_keys = keys[first]
-
         pend_k: list[np.ndarray] = []
         pend_v: list[np.ndarray] = []
         new_k: list[np.ndarray] = []
         new_v: list[np.ndarray] = []
         pending = 0
-
-        def flush():
-            nonlocal pending
-            if not pend_k:
-                return
-            k, v = np.concatenate(pend_k), np.concatenate(pend_v)
-            self._write_shard(k, v)
-            new_k.append(k)
-            new_v.append(v)
-            pend_k.clear()
-            pend_v.clear()
-            pending = 0
-
         batches = [todo_texts[s: s + batch_size] for s in range(0, len(todo_texts), batch_size)]
-        pool = None
+        encoded, pool = self._encoded(batches, workers)
+        try:
+            with tqdm(total=len(todo_texts), desc="teacher vectors", unit="sent", disable=not progress) as bar:
+                for s, batch, out in zip(range(0, len(todo_texts), batch_size), batches, encoded):
+                    vectors = self._checked(out, len(batch))
+                    pend_k.append(todo_keys[s: s + batch_size])
+                    pend_v.append(vectors)
+                    pending += len(batch)
+                    bar.update(len(batch))
+                    if pending >= self.SHARD_SIZE:
+                        self._flush(pend_k, pend_v, new_k, new_v)
+                        pending = 0
+        finally:
+            # keep whatever was computed, even when interrupted or when the teacher failed midway
+            if pool is not None:
+                pool.terminate()
+            self._flush(pend_k, pend_v, new_k, new_v)
+            self._merge(new_k, new_v)
+
+    def _encoded(self, batches: list[list[str]], workers: int) -> tuple[Iterator, Any]:
+        """The teacher's outputs for ``batches``, in order, lazily; and the pool of ``workers`` processes that
+        computes them (None when they are computed here: one worker, or one batch)."""
         if workers > 1 and len(batches) > 1:
             import multiprocessing as mp
             import pickle
@@ -320,32 +329,33 @@ class TeacherCache:
             # spawn, not fork: the parent may hold threads (BLAS, torch) that a forked child would inherit
             # in an unusable state
             pool = mp.get_context("spawn").Pool(min(workers, len(batches)), _init_worker, (self.teacher,))
-            encoded = pool.imap(_encode_in_worker, batches)
-        else:
-            encoded = map(self.teacher.encode, batches)
-        try:
-            with tqdm(total=len(todo_texts), desc="teacher vectors", unit="sent", disable=not progress) as bar:
-                for s, batch, out in zip(range(0, len(todo_texts), batch_size), batches, encoded):
-                    out = np.asarray(out)
-                    if out.shape != (len(batch), self.dim):
-                        raise LwxError(f"teacher {self.teacher.name!r} returned shape {out.shape} for "
-                                       f"{len(batch)} texts, expected ({len(batch)}, {self.dim})")
-                    out16 = out.astype(np.float16)
-                    if not np.isfinite(out16).all():
-                        raise LwxError(f"teacher {self.teacher.name!r} returned non-finite values (or values "
-                                       f"too large for float16)")
-                    pend_k.append(todo_keys[s: s + batch_size])
-                    pend_v.append(out16)
-                    pending += len(batch)
-                    bar.update(len(batch))
-                    if pending >= self.SHARD_SIZE:
-                        flush()
-        finally:
-            # keep whatever was computed, even when interrupted or when the teacher failed midway
-            if pool is not None:
-                pool.terminate()
-            flush()
-            self._merge(new_k, new_v)
+            return pool.imap(_encode_in_worker, batches), pool
+        return map(self.teacher.encode, batches), None
+
+    def _checked(self, out: Any, n: int) -> np.ndarray:
+        """The teacher's output for a batch of ``n`` texts as float16 [n, dim]; LwxError for another shape or a
+        value that is not finite (or too large for float16)."""
+        out = np.asarray(out)
+        if out.shape != (n, self.dim):
+            raise LwxError(f"teacher {self.teacher.name!r} returned shape {out.shape} for "
+                           f"{n} texts, expected ({n}, {self.dim})")
+        out16 = out.astype(np.float16)
+        if not np.isfinite(out16).all():
+            raise LwxError(f"teacher {self.teacher.name!r} returned non-finite values (or values "
+                           f"too large for float16)")
+        return out16
+
+    def _flush(self, pend_k: list[np.ndarray], pend_v: list[np.ndarray], new_k: list[np.ndarray],
+               new_v: list[np.ndarray]) -> None:
+        """Write the pending keys and vectors as one shard, moving them to ``new_k`` and ``new_v`` (to merge)."""
+        if not pend_k:
+            return
+        k, v = np.concatenate(pend_k), np.concatenate(pend_v)
+        self._write_shard(k, v)
+        new_k.append(k)
+        new_v.append(v)
+        pend_k.clear()
+        pend_v.clear()
 
 
 _worker_teacher: Teacher | None = None
