@@ -37,8 +37,8 @@ def test_the_readme_trains_the_default_recipe(monkeypatch):
     assert set(json.loads(DEFAULT.read_text())) <= set(cfg.to_dict())
 
 
-STAGES = [REPO / "recipes" / "continue-1.json", REPO / "recipes" / "continue-2.json"]
-GPU = REPO / "recipes" / "gpu-24k.json"
+STAGES = [REPO / "recipes" / "history" / "continue-1.json", REPO / "recipes" / "history" / "continue-2.json"]
+GPU = REPO / "recipes" / "history" / "gpu-24k.json"
 
 
 def _same_run(shipped: dict, recipe: dict, ignore=("out_dir", "teacher_workers")) -> None:
@@ -55,11 +55,11 @@ def _same_run(shipped: dict, recipe: dict, ignore=("out_dir", "teacher_workers")
 
 def test_the_default_recipe_and_its_gpu_overlays_are_the_ones_the_shipped_model_was_trained_with():
     """The shipped default, read back through its manifest's chain (``started_from``): one run of the README
-    recipe with recipes/gpu-24k.json over it (an H100, the everyday 24k tokenizer, batch 512, 600 s), moved to
+    recipe with recipes/history/gpu-24k.json over it (an H100, the everyday 24k tokenizer, batch 512, 600 s), moved to
     the 128k vocabulary with a rank-160 4-bit table (``lwx-edge transfer``), 300 s of the README recipe with
-    recipes/gpu-24k-words.json over it on an H200, its FFN cut from 1,024 to 512 neurons (tools/prune_ffn.py),
-    then 320 s of recipes/gpu-words-ffn512.json from that cut model (its best checkpoint, step 7,000), then 290 s
-    of recipes/gpu-ffn512-more.json from that model as shipped (its final bundle, step 8,390), then recipes/
+    recipes/history/gpu-24k-words.json over it on an H200, its FFN cut from 1,024 to 512 neurons (tools/prune_ffn.py),
+    then 320 s of recipes/history/gpu-words-ffn512.json from that cut model (its best checkpoint, step 7,000), then 290 s
+    of recipes/history/gpu-ffn512-more.json from that model as shipped (its final bundle, step 8,390), then recipes/
     gpu-conversation.json with recipes/conversation/lang-align6.json over it from that model as shipped (its best
     checkpoint, step 4,000), blended half and half with its start (tools/interpolate.py)."""
     fifth = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
@@ -72,14 +72,14 @@ def test_the_default_recipe_and_its_gpu_overlays_are_the_ones_the_shipped_model_
     assert fifth["interpolated"] == {"start": "default", "tuned": "runs/conv-lang-align6/best", "alpha": 0.5}
     assert fifth["started_from"]["bundle"] == conv["init_from"] == "lwx_edge/default_model"
     fourth = fifth["started_from"]["training"]
-    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-ffn512-more.json"]).to_dict()
+    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-ffn512-more.json"]).to_dict()
     more.update(max_time=290.0, tokenizer="runs/gpu-ffn512-more/tokenizer.model")
     more["model"]["vocab_size"] = 128000
     _same_run(fourth["config"], more)
     assert fourth["device"] == "cuda:0" and fourth["step"] == 8390
     assert fourth["started_from"]["bundle"] == more["init_from"] == "lwx_edge/default_model"
     training = fourth["started_from"]["training"]
-    last = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-ffn512.json"]).to_dict()
+    last = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-words-ffn512.json"]).to_dict()
     last.update(max_time=320.0, tokenizer="runs/gpu-words-ffn512/tokenizer.model")  # --set max_time=320; the
     last["model"]["vocab_size"] = 128000                                              # start's tokenizer, copied
     _same_run(training["config"], last)
@@ -87,7 +87,7 @@ def test_the_default_recipe_and_its_gpu_overlays_are_the_ones_the_shipped_model_
     cut = training["started_from"]
     assert cut["bundle"] == last["init_from"] == "runs/d512"
     assert cut["training"]["ffn_pruned"] == {"from": "default", "d_ff": 512, "of": 1024, "scored_on_texts": 4000}
-    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"]).to_dict()
+    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-24k-words.json"]).to_dict()
     words.update(max_time=300.0, tokenizer="runs/gpu-24k-words/tokenizer.model")
     words["model"]["vocab_size"] = 128000
     _same_run(cut["training"]["config"], words)
@@ -190,8 +190,8 @@ def test_the_next_gpu_recipes_continue_the_default_with_the_new_data():
     """tools/gpu_run/README.md's plan: both recipes start from the shipped default, add the lexicon and the games
     corpora (Cataclysm, then the other games' train pairs) to the README recipe's corpora, and differ only in the frequent words as monolingual text."""
     base = TrainConfig.from_files([DEFAULT])
-    lex = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-lex.json"])
-    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"])
+    lex = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-24k-lex.json"])
+    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-24k-words.json"])
     for cfg in (lex, words):
         cfg.validate()
         assert cfg.init_from == "lwx_edge/default_model" and cfg.device == "cuda" and cfg.max_time == 1200
@@ -206,8 +206,8 @@ def test_the_next_gpu_recipes_continue_the_default_with_the_new_data():
 
 def test_the_slower_words_recipe_differs_from_the_words_recipe_in_its_learning_rate_only():
     """The next GPU session's pair (tools/gpu_run/README.md): the words recipe at lr 3e-4 and at 1e-4."""
-    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"]).to_dict()
-    slow = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-lr1e-4.json"]).to_dict()
+    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-24k-words.json"]).to_dict()
+    slow = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-words-lr1e-4.json"]).to_dict()
     assert {k for k, v in slow.items() if words[k] != v} == {"lr", "out_dir"}
     assert (words["lr"], slow["lr"]) == (3e-4, 1e-4)
 
@@ -215,8 +215,8 @@ def test_the_slower_words_recipe_differs_from_the_words_recipe_in_its_learning_r
 def test_the_ffn512_recipe_differs_from_the_words_recipe_in_its_start_and_ffn_width_only():
     """Issue 14's AVX2 lever trained (tools/gpu_run/README.md): the words recipe from the default cut to an FFN of
     512 by tools/prune_ffn.py (written to runs/d512 on the GPU machine before the run starts)."""
-    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-24k-words.json"]).to_dict()
-    small = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-ffn512.json"])
+    words = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-24k-words.json"]).to_dict()
+    small = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-words-ffn512.json"])
     small.validate()
     small = small.to_dict()
     assert {k for k, v in small.items() if words[k] != v} == {"init_from", "model", "out_dir"}
@@ -226,8 +226,8 @@ def test_the_ffn512_recipe_differs_from_the_words_recipe_in_its_start_and_ffn_wi
 
 def test_the_next_gpu_recipe_continues_the_shipped_512_ffn_default():
     """tools/gpu_run/README.md's next plan: the third run's recipe again, from the shipped default itself."""
-    ran = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-words-ffn512.json"]).to_dict()
-    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-ffn512-more.json"]).to_dict()
+    ran = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-words-ffn512.json"]).to_dict()
+    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-ffn512-more.json"]).to_dict()
     assert {k for k, v in more.items() if ran[k] != v} == {"init_from", "out_dir"}
     assert more["init_from"] == "lwx_edge/default_model"
     shipped = json.loads((REPO / "lwx_edge" / "default_model" / "config.json").read_text())["model"]
@@ -239,7 +239,7 @@ def test_the_conversation_recipes_compare_objectives_on_the_same_data_and_budget
     """recipes/gpu-conversation.json is the shipped default's continuation with games-more added, the
     conversation dev split in the selection and a capped final evaluation; each overlay of
     recipes/conversation/ changes the objective or the batches only (and where it writes)."""
-    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-ffn512-more.json"]).to_dict()
+    more = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "history" / "gpu-ffn512-more.json"]).to_dict()
     conv = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-conversation.json"]).to_dict()
     changed = {k for k in conv if conv[k] != more[k]}
     assert changed == {"corpus", "out_dir", "max_time", "eval_every", "save_every", "dev_xsr"}

@@ -7,7 +7,7 @@ Per layer, a neuron's score is the mass of its activation, sum |silu(W1·x + b1)
 texts (``--texts``: the first lines of shuffled everyday and DDTP train pairs, both sides), times the norm of
 its outgoing weights (its column of W2). The top ``d_ff`` keep their weights, in their order; nothing is
 retrained. Every other weight, the tokenizer and the table's form are kept, so ``lwx-edge train --init-from``
-can continue it (``--set model.d_ff=...``; ``recipes/gpu-words-ffn512.json``), and the manifest keeps the source's
+can continue it (``--set model.d_ff=...``; ``recipes/history/gpu-words-ffn512.json``), and the manifest keeps the source's
 training record with the cut added (``ffn_pruned``).
 """
 from __future__ import annotations

@@ -1,15 +1,17 @@
 # On the GPU machine, from the repository root with the pack carried (README.md beside this file): unpack into
 # /tmp/w, fill the teacher cache with every core, then the recipes in the background (setsid: they outlive the
 # command; watch /tmp/w/<recipe>.log).
-#   RUNS="gpu-24k-lex gpu-24k-words"  the recipes (names in recipes/), each laid over recipes/default.json; a name
-#                                     "a+b" lays recipes/a.json, then recipes/b.json (e.g. gpu-conversation+conversation/kd)
+#   RUNS="history/gpu-24k-lex history/gpu-24k-words"
+#                                     the recipes (names in recipes/, past ones history/NAME), each laid over
+#                                     recipes/default.json; a name "a+b" lays recipes/a.json, then recipes/b.json
+#                                     (e.g. gpu-conversation+conversation/kd); the log: /tmp/w/<name, / as _>.log
 #   MAX_TIME=900                      seconds of training per run (default: the recipe's 1,200); fit the lease
 #   BENCH=1                           first the CUDA training benchmarks (cores 0-1, beside the teacher on 2-15)
-#   COMPILE="gpu-24k-words"           these runs train with torch.compile (bench: +27% pairs/s at batch 512;
+#   COMPILE="history/gpu-24k-words"   these runs train with torch.compile (bench: +27% pairs/s at batch 512;
 #                                     the real loop recompiles for new lengths, verified on CPU only)
 #   SIDE="command"                    run this on cores 0-1 beside the teacher (on 2-15), e.g. a CPU benchmark
 set -ex
-RUNS=${RUNS:-"gpu-24k-lex gpu-24k-words"}
+RUNS=${RUNS:-"history/gpu-24k-lex history/gpu-24k-words"}
 REPO=$PWD; W=/tmp/w; mkdir -p $W && cd $W
 # the pack whole (.gpu/pack.tar.xz carried), or in pieces copied to /tmp/w by earlier calls (README.md)
 if [ -f $REPO/.gpu/pack.tar.xz ]; then tar -xJf $REPO/.gpu/pack.tar.xz; else cat $W/pack.part-* | tar -xJ; fi

@@ -17,7 +17,7 @@ else
   SIDE="$B --out /tmp/w/out/bench_app_host.json"
 fi
 [ -n "${PREP:-}" ] && SIDE="$PREP; $SIDE"
-RUNS=${RUNS:-"gpu-24k-lex gpu-24k-words"}
+RUNS=${RUNS:-"history/gpu-24k-lex history/gpu-24k-words"}
 RUNS="$RUNS" MAX_TIME=${MAX_TIME:-300} SIDE="$SIDE" bash tools/gpu_run/setup.sh
 cd /tmp/w
 while pgrep -f "lwx_edge train" > /dev/null && [ $((SECONDS - T0)) -lt $DEADLINE ]; do sleep 5; done
