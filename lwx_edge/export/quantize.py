@@ -100,7 +100,7 @@ def per_row_activations(model):
     per tensor on the default). The weight initializers keep their names (``lwx_edge.training.transfer`` reads them
     back). Raises ValueError when the graph is not the pattern ``quantize_dynamic`` writes."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     graph = model.graph
     init = {t.name for t in graph.initializer}
@@ -111,59 +111,81 @@ def per_row_activations(model):
             consumers.setdefault(name, []).append(node)
         for name in node.output:
             producer[name] = node
-
-    def only(name: str, op: str):
-        found = consumers.get(name, [])
-        if len(found) != 1 or found[0].op_type != op:
-            raise ValueError(f"{name!r} feeds {[n.op_type for n in found]}, expected one {op}: not the graph "
-                             "onnxruntime's quantize_dynamic writes")
-        return found[0]
-
-    consts = {"pr.axes": np.array([-1], np.int64), "pr.127": np.array(127, np.float32),
-              "pr.inv127": np.array(1 / 127, np.float32), "pr.offset": np.array(128.5, np.float32),
-              "pr.tiny": np.array(1e-30, np.float32), "pr.zero_point": np.array(128, np.uint8)}
     replace: dict[int, list] = {}
     drop: set[int] = set()
     for node in graph.node:
         if node.op_type != "DynamicQuantizeLinear":
             continue
         x, (q, x_scale, _) = node.input[0], node.output
-        p = f"{x}.per_row"
-        replace[id(node)] = [
-            helper.make_node("Abs", [x], [f"{p}.abs"]),
-            helper.make_node("ReduceMax", [f"{p}.abs", "pr.axes"], [f"{p}.max0"], keepdims=1),
-            helper.make_node("Max", [f"{p}.max0", "pr.tiny"], [f"{p}.max"]),  # an all-zero row
-            helper.make_node("Div", ["pr.127", f"{p}.max"], [f"{p}.inv"]),
-            helper.make_node("Mul", [x, f"{p}.inv"], [f"{p}.scaled"]),
-            helper.make_node("Add", [f"{p}.scaled", "pr.offset"], [f"{p}.offset"]),
-            helper.make_node("Cast", [f"{p}.offset"], [q], to=TensorProto.UINT8),
-        ]
+        replace[id(node)] = _per_row_quantize(x, q)
         for matmul in consumers[q]:
             if matmul.op_type != "MatMulInteger" or matmul.input[1] not in init:
                 raise ValueError(f"{q!r} feeds a {matmul.op_type} without a constant weight: not the graph "
                                  "onnxruntime's quantize_dynamic writes")
-            cast = only(matmul.output[0], "Cast")
-            mul = only(cast.output[0], "Mul")
-            scales = producer[next(i for i in mul.input if i != cast.output[0])]
-            w_scale = next(i for i in scales.input if i != x_scale)
-            add = only(mul.output[0], "Add")
-            bias = next(i for i in add.input if i != mul.output[0])
-            y = add.output[0]
-            replace[id(matmul)] = [
-                helper.make_node("MatMulIntegerToFloat",
-                                 [q, matmul.input[1], "pr.inv127", w_scale, "pr.zero_point", matmul.input[3]],
-                                 [f"{y}.unscaled"], domain="com.microsoft"),
-                helper.make_node("Mul", [f"{y}.unscaled", f"{p}.max"], [f"{y}.scaled"]),
-                helper.make_node("Add", [f"{y}.scaled", bias], [y]),
-            ]
-            drop.update({id(cast), id(mul), id(scales), id(add)})
+            replace[id(matmul)], chain = _matmul_to_float(matmul, q, f"{x}.per_row", x_scale, consumers, producer)
+            drop.update(id(n) for n in chain)
     if not replace:
         return model
     nodes = [new for node in graph.node if id(node) not in drop for new in replace.get(id(node), [node])]
     del graph.node[:]
     graph.node.extend(nodes)
-    graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in consts.items())
+    graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in _PER_ROW_CONSTS.items())
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     onnx.checker.check_model(model)
     return model
+
+
+# the constants of the per-row rewrite (initializers added to the graph once)
+_PER_ROW_CONSTS = {"pr.axes": np.array([-1], np.int64), "pr.127": np.array(127, np.float32),
+                   "pr.inv127": np.array(1 / 127, np.float32), "pr.offset": np.array(128.5, np.float32),
+                   "pr.tiny": np.array(1e-30, np.float32), "pr.zero_point": np.array(128, np.uint8)}
+
+
+def _per_row_quantize(x: str, q: str) -> list:
+    """The nodes that replace ``DynamicQuantizeLinear(x) -> q``: ``q = uint8(x * 127/m + 128.5)`` with ``m =
+    max(|x|)`` per row (``{x}.per_row.max``, also read by the rewritten MatMuls)."""
+    from onnx import TensorProto, helper
+
+    p = f"{x}.per_row"
+    return [
+        helper.make_node("Abs", [x], [f"{p}.abs"]),
+        helper.make_node("ReduceMax", [f"{p}.abs", "pr.axes"], [f"{p}.max0"], keepdims=1),
+        helper.make_node("Max", [f"{p}.max0", "pr.tiny"], [f"{p}.max"]),  # an all-zero row
+        helper.make_node("Div", ["pr.127", f"{p}.max"], [f"{p}.inv"]),
+        helper.make_node("Mul", [x, f"{p}.inv"], [f"{p}.scaled"]),
+        helper.make_node("Add", [f"{p}.scaled", "pr.offset"], [f"{p}.offset"]),
+        helper.make_node("Cast", [f"{p}.offset"], [q], to=TensorProto.UINT8),
+    ]
+
+
+def _matmul_to_float(matmul, q: str, p: str, x_scale: str, consumers: dict[str, list],
+                     producer: dict) -> tuple[list, list]:
+    """The nodes that replace a ``MatMulInteger(q, W) -> Cast -> Mul(x_scale * w_scale) -> Add(bias)`` chain:
+    ``MatMulIntegerToFloat(q, W, 1/127, w_scale, 128, w_zero_point) * m + bias`` (``m``: ``{p}.max``); and the
+    chain's other nodes (Cast, Mul, the scales' Mul, Add), to drop."""
+    from onnx import helper
+
+    cast = _only(consumers, matmul.output[0], "Cast")
+    mul = _only(consumers, cast.output[0], "Mul")
+    scales = producer[next(i for i in mul.input if i != cast.output[0])]
+    w_scale = next(i for i in scales.input if i != x_scale)
+    add = _only(consumers, mul.output[0], "Add")
+    bias = next(i for i in add.input if i != mul.output[0])
+    y = add.output[0]
+    return [
+        helper.make_node("MatMulIntegerToFloat",
+                         [q, matmul.input[1], "pr.inv127", w_scale, "pr.zero_point", matmul.input[3]],
+                         [f"{y}.unscaled"], domain="com.microsoft"),
+        helper.make_node("Mul", [f"{y}.unscaled", f"{p}.max"], [f"{y}.scaled"]),
+        helper.make_node("Add", [f"{y}.scaled", bias], [y]),
+    ], [cast, mul, scales, add]
+
+
+def _only(consumers: dict[str, list], name: str, op: str):
+    """The one node that reads ``name``; ValueError unless there is exactly one and it is an ``op``."""
+    found = consumers.get(name, [])
+    if len(found) != 1 or found[0].op_type != op:
+        raise ValueError(f"{name!r} feeds {[n.op_type for n in found]}, expected one {op}: not the graph "
+                         "onnxruntime's quantize_dynamic writes")
+    return found[0]

@@ -85,84 +85,29 @@ class MLPHead(BaseHead):
         return hidden
 
     def _fit_layers(self, z: np.ndarray, y_idx: np.ndarray, n_classes: int) -> list[tuple[np.ndarray, np.ndarray, str]]:
+        """Train the layers on the training part of a stratified split, epoch by epoch, keeping the best epoch on
+        the held-out slice (module docstring); the layers as (W, b, activation), the learned attributes set."""
         t0 = time.perf_counter()
         hidden = self._check_params()
         rng = np.random.default_rng(self.random_state)
         tr, dev = stratified_split(y_idx, float(self.validation_fraction), rng, min_dev=2)
         cw = class_weights(self.class_weight, self.classes_, self.classes_[y_idx[tr]]).astype(np.float32)
-        sizes = [z.shape[1], *hidden, n_classes]
-        Ws, bs = [], []
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):  # Glorot uniform
-            a = np.sqrt(6.0 / (fan_in + fan_out))
-            Ws.append(rng.uniform(-a, a, size=(fan_in, fan_out)).astype(np.float32))
-            bs.append(np.zeros(fan_out, dtype=np.float32))
+        Ws, bs = _glorot([z.shape[1], *hidden, n_classes], rng)
         params = Ws + bs
         m = [np.zeros_like(p) for p in params]
         v = [np.zeros_like(p) for p in params]
-        b1, b2, eps, step = 0.9, 0.999, 1e-8, 0
-        alpha = float(self.alpha)
         act = self.activation
-        L = len(Ws)
-
-        def run(x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-            acts = [x]
-            h = x
-            for i in range(L - 1):
-                h = h @ Ws[i] + bs[i]
-                h = np.tanh(h, out=h) if act == "tanh" else np.maximum(h, 0, out=h)
-                acts.append(h)
-            return acts, h @ Ws[-1] + bs[-1]
-
-        def weighted_loss(logits: np.ndarray, y: np.ndarray) -> float:
-            p = softmax(logits.astype(np.float64))
-            w = cw[y]
-            return float(-(w * np.log(np.maximum(p[np.arange(len(y)), y], 1e-12))).sum() / max(w.sum(), 1e-12))
-
         best: tuple[float, float, int, list[np.ndarray]] | None = None
         self.history_ = []
-        since = 0
-        bsz = int(self.batch_size)
-        epoch = -1
+        since, step, epoch = 0, 0, -1
         for epoch in range(int(self.max_epochs)):
             lr = float(self.learning_rate) * float(self.lr_decay) ** epoch
-            perm = rng.permutation(tr)
-            tot, seen = 0.0, 0.0
-            for s in range(0, len(perm), bsz):
-                idx = perm[s:s + bsz]
-                y = y_idx[idx]
-                acts, logits = run(z[idx])
-                p = softmax(logits)
-                w = cw[y]
-                norm = max(float(w.sum()), 1e-12)
-                tot -= float((w * np.log(np.maximum(p[np.arange(len(y)), y], 1e-12))).sum())
-                seen += norm
-                g = p
-                g[np.arange(len(y)), y] -= 1.0
-                g *= (w / norm)[:, None]
-                grads_W: list[Any] = [None] * L
-                grads_b: list[Any] = [None] * L
-                for i in range(L - 1, -1, -1):
-                    grads_W[i] = acts[i].T @ g
-                    grads_b[i] = g.sum(axis=0)
-                    if alpha:
-                        grads_W[i] += alpha * Ws[i]
-                    if i:
-                        g = g @ Ws[i].T
-                        g *= (1.0 - acts[i] * acts[i]) if act == "tanh" else (acts[i] > 0)
-                step += 1
-                c1, c2 = 1.0 - b1 ** step, 1.0 - b2 ** step
-                for j, (p_, g_) in enumerate(zip(params, grads_W + grads_b)):
-                    mj, vj = m[j], v[j]
-                    mj *= b1
-                    mj += (1.0 - b1) * g_
-                    vj *= b2
-                    vj += (1.0 - b2) * (g_ * g_)
-                    p_ -= (lr / c1) * mj / (np.sqrt(vj / c2) + eps)
-            rec = {"epoch": epoch + 1, "lr": lr, "train_loss": round(tot / max(seen, 1e-12), 5)}
+            train_loss, step = self._epoch(z, y_idx, rng.permutation(tr), cw, Ws, bs, (m, v, step), lr)
+            rec = {"epoch": epoch + 1, "lr": lr, "train_loss": train_loss}
             if len(dev):
-                _, dl = run(z[dev])
+                _, dl = _forward(Ws, bs, z[dev], act)
                 score = balanced_accuracy(y_idx[dev], np.argmax(dl, axis=1))
-                dloss = weighted_loss(dl, y_idx[dev])
+                dloss = _weighted_loss(dl, y_idx[dev], cw)
                 rec.update(dev_loss=round(dloss, 5), dev_score=round(score, 5))
                 if best is None or score > best[0] + 1e-12 or (abs(score - best[0]) <= 1e-12 and dloss < best[1]):
                     best = (score, dloss, epoch + 1, [p.copy() for p in params])
@@ -182,4 +127,91 @@ class MLPHead(BaseHead):
         self.coefs_ = [W for W in Ws]
         self.intercepts_ = [b for b in bs]
         self.fit_seconds_ = round(time.perf_counter() - t0, 3)
+        L = len(Ws)
         return [(W, b, act if i < L - 1 else "identity") for i, (W, b) in enumerate(zip(Ws, bs))]
+
+    def _epoch(self, z: np.ndarray, y_idx: np.ndarray, perm: np.ndarray, cw: np.ndarray, Ws: list[np.ndarray],
+               bs: list[np.ndarray], adam: tuple[list[np.ndarray], list[np.ndarray], int],
+               lr: float) -> tuple[float, int]:
+        """One pass over ``perm`` in mini-batches: class-weighted cross-entropy, backpropagation, an Adam step each
+        (``adam``: the moments, updated in place, and the step count); the epoch's training loss and step count."""
+        m, v, step = adam
+        params = Ws + bs
+        bsz = int(self.batch_size)
+        tot, seen = 0.0, 0.0
+        for s in range(0, len(perm), bsz):
+            idx = perm[s:s + bsz]
+            y = y_idx[idx]
+            acts, logits = _forward(Ws, bs, z[idx], self.activation)
+            p = softmax(logits)
+            w = cw[y]
+            norm = max(float(w.sum()), 1e-12)
+            tot -= float((w * np.log(np.maximum(p[np.arange(len(y)), y], 1e-12))).sum())
+            seen += norm
+            g = p
+            g[np.arange(len(y)), y] -= 1.0
+            g *= (w / norm)[:, None]
+            step += 1
+            _adam_step(params, _backward(Ws, acts, g, float(self.alpha), self.activation), m, v, step, lr)
+        return round(tot / max(seen, 1e-12), 5), step
+
+
+
+def _glorot(sizes: list[int], rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Weights (Glorot uniform) and zero biases of the dense layers between ``sizes``, float32."""
+    Ws, bs = [], []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        a = np.sqrt(6.0 / (fan_in + fan_out))
+        Ws.append(rng.uniform(-a, a, size=(fan_in, fan_out)).astype(np.float32))
+        bs.append(np.zeros(fan_out, dtype=np.float32))
+    return Ws, bs
+
+
+def _forward(Ws: list[np.ndarray], bs: list[np.ndarray], x: np.ndarray,
+             act: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each layer's input (``x`` and the hidden activations) and the output logits."""
+    acts = [x]
+    h = x
+    for i in range(len(Ws) - 1):
+        h = h @ Ws[i] + bs[i]
+        h = np.tanh(h, out=h) if act == "tanh" else np.maximum(h, 0, out=h)
+        acts.append(h)
+    return acts, h @ Ws[-1] + bs[-1]
+
+
+def _weighted_loss(logits: np.ndarray, y: np.ndarray, cw: np.ndarray) -> float:
+    """Class-weighted cross-entropy (float64), normalised by the total weight."""
+    p = softmax(logits.astype(np.float64))
+    w = cw[y]
+    return float(-(w * np.log(np.maximum(p[np.arange(len(y)), y], 1e-12))).sum() / max(w.sum(), 1e-12))
+
+
+def _backward(Ws: list[np.ndarray], acts: list[np.ndarray], g: np.ndarray, alpha: float,
+              act: str) -> list[np.ndarray]:
+    """The gradients of the weights, then of the biases, from the logits' gradient ``g`` (L2 ``alpha``)."""
+    L = len(Ws)
+    grads_W: list[Any] = [None] * L
+    grads_b: list[Any] = [None] * L
+    for i in range(L - 1, -1, -1):
+        grads_W[i] = acts[i].T @ g
+        grads_b[i] = g.sum(axis=0)
+        if alpha:
+            grads_W[i] += alpha * Ws[i]
+        if i:
+            g = g @ Ws[i].T
+            g *= (1.0 - acts[i] * acts[i]) if act == "tanh" else (acts[i] > 0)
+    return grads_W + grads_b
+
+
+def _adam_step(params: list[np.ndarray], grads: list[np.ndarray], m: list[np.ndarray], v: list[np.ndarray],
+               step: int, lr: float) -> None:
+    """One Adam update (beta 0.9, 0.999; eps 1e-8) of ``params`` and the moments ``m``, ``v``, in place."""
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    c1, c2 = 1.0 - b1 ** step, 1.0 - b2 ** step
+    for j, (p_, g_) in enumerate(zip(params, grads)):
+        mj, vj = m[j], v[j]
+        mj *= b1
+        mj += (1.0 - b1) * g_
+        vj *= b2
+        vj += (1.0 - b2) * (g_ * g_)
+        p_ -= (lr / c1) * mj / (np.sqrt(vj / c2) + eps)
