@@ -378,6 +378,6 @@ def _kept_rows(raw: list[tuple[str, str]], lang: str, min_en_words: int, held: s
     return kept
 
 
-__all__ = ["FREEORION_UI_KEYS", "LANGS", "SOURCES", "GameSource", "align_keyed", "build_games_extra", "clean_pair", "eval_english",
-           "freeorion_pairs", "parse_keyed", "parse_lua_locale", "parse_po", "parse_stringtable", "resolve_refs",
-           "split_aligned"]
+__all__ = ["FREEORION_UI_KEYS", "LANGS", "SOURCES", "GameSource", "align_keyed", "build_games_extra", "clean_pair",
+           "eval_english", "freeorion_pairs", "parse_keyed", "parse_lua_locale", "parse_po", "parse_stringtable",
+           "resolve_refs", "split_aligned"]
