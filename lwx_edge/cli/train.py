@@ -72,9 +72,9 @@ def train(
 ) -> None:
     """Train an encoder on translation pairs (with distillation from a teacher) and write OUT/bundle."""
     cfg = _config(config, set_, corpus=corpus, mono=mono, dev_pairs=dev_pairs, dev_xsr=dev_xsr, out_dir=out,
-                  dev_docs=dev_docs, tokenizer=tokenizer, init_from=init_from, vocab_size=vocab_size, lr=lr,
-                  batch_size=batch_size, epochs=epochs, max_steps=max_steps, max_time=max_time, teacher=teacher,
-                  device=device, seed=seed, threads=threads)
+                  dev_docs=dev_docs, tokenizer=tokenizer, init_from=init_from, vocab_size=vocab_size,
+                  batch_size=batch_size, lr=lr, epochs=epochs, max_steps=max_steps, max_time=max_time,
+                  teacher=teacher, device=device, seed=seed, threads=threads)
     typer.echo(json.dumps(_run(cfg, resume), indent=2))
 
 
