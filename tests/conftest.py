@@ -13,6 +13,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 # cache, never the user's: built once (~25 s), kept between runs, inherited by the tests' subprocesses.
 REPO = Path(__file__).resolve().parents[1]
 os.environ["LWX_EDGE_CACHE"] = str(REPO / ".cache" / "lwx-edge")
+# The tests live in one folder per wing (tests/sdk, tests/index, ...); the helpers they share (faults, hostile,
+# import_graph, doc_blocks, and this file's make_tiny_bundle / WORDS) stay here, at tests/, importable from every folder.
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 Each ``Case`` damages a copy of a valid bundle (``base="tiny"``: config, safetensors weights, tokenizer; ``"edge"``:
 the shipped default's int8 ONNX + ExecuTorch programs) or of a valid head, and names the error its loading must
-give: ``(error class, regex on the message)``. ``tests/test_hostile.py`` loads each through the public API.
+give: ``(error class, regex on the message)``. ``tests/sdk/test_hostile.py`` loads each through the public API.
 Every case gets a directory ``outside/`` beside the bundle holding ``secret`` files that must never be read.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Write docs/API.md, the SDK's API reference, from the docstrings and signatures of the public objects.
 
     python tools/api_docs.py            # rewrite docs/API.md
-    python tools/api_docs.py --check    # exit 1 if docs/API.md is out of date (tests/test_api_docs.py)
+    python tools/api_docs.py --check    # exit 1 if docs/API.md is out of date (tests/docs/test_api_docs.py)
 
 Only the lean runtime (no torch): what an app developer calls.
 """

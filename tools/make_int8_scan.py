@@ -6,7 +6,7 @@ One MatMulInteger node: queries A (uint8 [m, 512], zero point 128, i.e. int8 + 1
 rows B (int8 [512, BLOCK_ROWS], transposed) -> int32 [m, BLOCK_ROWS]. B is declared as external data: the
 runtime (``lwx_edge.index.scan``) hands each block's rows to onnxruntime with ``add_external_initializers``, so the
 block is a constant that onnxruntime packs once, and the file stays a few hundred bytes.
-``tests/test_index_scan.py`` checks that the shipped file is what this script writes.
+``tests/index/test_index_scan.py`` checks that the shipped file is what this script writes.
 """
 from __future__ import annotations
 
