@@ -193,7 +193,7 @@ class BaseHead(ClassifierMixin, BaseEstimator):
     ``encoder``) or an array of embeddings [n, d]. Subclasses implement ``_fit_layers``.
 
     On embeddings (``encoder=None``) a head passes scikit-learn's ``check_estimator`` but for the checks in
-    its ``EXPECTED_FAILED_CHECKS`` ({check: why it fails by design}); ``tests/test_heads.py`` runs it.
+    its ``EXPECTED_FAILED_CHECKS`` ({check: why it fails by design}); ``tests/heads/test_heads.py`` runs it.
     """
 
     kind = "base"

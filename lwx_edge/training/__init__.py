@@ -4,7 +4,7 @@
 ``inputs`` (the corpora a run reads), ``objective`` and ``losses/`` (the loss terms), ``model`` (the dual
 encoder and its exported half), ``checkpoint`` (safetensors bundles and checkpoints), ``start`` and
 ``transfer`` (starting from a bundle, ``lwx-edge transfer``), ``guard`` (divergence rollback), ``run_log``.
-Nothing of the SDK imports this package (tests/test_imports.py)."""
+Nothing of the SDK imports this package (tests/structure/test_imports.py)."""
 from __future__ import annotations
 
 from .config import LossWeights, TrainConfig
