@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from ...errors import InputError
-from .alignment import _check_pair, _fp32
+from .checks import check_pair, fp32
 
 EPS = 1e-6
 
@@ -32,11 +32,11 @@ def distance_constraint_loss(u: torch.Tensor, v: torch.Tensor, alpha: float = 0.
     Returns:
         scalar loss (fp32).
     """
-    _check_pair(u, v)
+    check_pair(u, v)
     if n_neg < 0:
         raise InputError(f"n_neg must be ≥ 0; got {n_neg}")
     lam = beta / 2 if lam is None else lam
-    with _fp32(u):
+    with fp32(u):
         u, v = u.float(), v.float()
         n = u.shape[0]
         vbar = torch.linalg.vector_norm(torch.cat([u, v]), dim=1).mean()

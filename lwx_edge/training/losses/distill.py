@@ -11,27 +11,27 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
-from .alignment import _check_matrix, _check_pair, _fp32, _shape
+from .checks import check_matrix, check_pair, fp32, shape
 
 
 def _check_teacher(teacher, n: int, name_pred: str, pred_shape, same_dim: bool) -> None:
-    _check_matrix("teacher", teacher)
+    check_matrix("teacher", teacher)
     if teacher.shape[0] != n or (same_dim and teacher.shape[1] != pred_shape[1]):
         want = "[n, d_T] matching" if same_dim else "[n, d_T] with the n of"
-        raise InputError(f"teacher must be {want} {name_pred}; got teacher {_shape(teacher)} and "
+        raise InputError(f"teacher must be {want} {name_pred}; got teacher {shape(teacher)} and "
                          f"{name_pred} {list(pred_shape)}")
 
 
 def teacher_targets(teacher: torch.Tensor) -> torch.Tensor:
     """t̃_i = √d_T · T_i / ‖T_i‖₂ (row-wise, fp32), so every row has RMS 1 and the KD loss is O(1)
     (docs/METHOD.md §3.6, "Target"). A teacher row of norm 0 is an error (it has no direction)."""
-    _check_matrix("teacher", teacher)
-    with _fp32(teacher):
+    check_matrix("teacher", teacher)
+    with fp32(teacher):
         t = teacher.float()
         norm = torch.linalg.vector_norm(t, dim=1, keepdim=True)
         if bool((norm == 0).any() | ~torch.isfinite(norm).all()):
             rows = torch.nonzero(~(torch.isfinite(norm) & (norm > 0)).flatten()).flatten().tolist()
-            raise InputError(f"teacher {_shape(teacher)} has rows with zero or non-finite norm at rows "
+            raise InputError(f"teacher {shape(teacher)} has rows with zero or non-finite norm at rows "
                              f"{rows[:10]}")
         return t * (math.sqrt(t.shape[1]) / norm)
 
@@ -40,7 +40,7 @@ def output_targets(x: torch.Tensor) -> torch.Tensor:
     """√d · x/‖x‖ row-wise: the student's output on the teacher targets' scale, for distillation in the
     output space (no projection). The MSE to t̃ is then 2·(1 − cos(x, T)): only the direction is distilled,
     which is all the L2-normalised vectors the SDK returns carry."""
-    with _fp32(x):
+    with fp32(x):
         return F.normalize(x.float(), dim=1, eps=1e-12) * math.sqrt(x.shape[1])
 
 
@@ -50,10 +50,10 @@ def mono_distillation_loss(pred: torch.Tensor, teacher: torch.Tensor) -> torch.T
     Args:
         pred: projected student vectors g(x) [n, d_T]. teacher: raw teacher vectors [n, d_T], any dtype.
     """
-    _check_matrix("pred", pred)
+    check_matrix("pred", pred)
     _check_teacher(teacher, pred.shape[0], "pred", pred.shape, same_dim=True)
     target = teacher_targets(teacher).to(pred.device)
-    with _fp32(pred):
+    with fp32(pred):
         return (pred.float() - target).pow(2).mean()
 
 
@@ -66,10 +66,10 @@ def distillation_loss(pred_a: torch.Tensor, pred_b: torch.Tensor, teacher: torch
         pred_a, pred_b: projected student vectors g(u), g(v) [n, d_T].
         teacher: raw teacher vectors of the source sentences [n, d_T], any dtype.
     """
-    _check_pair(pred_a, pred_b, names=("pred_a", "pred_b"))
+    check_pair(pred_a, pred_b, names=("pred_a", "pred_b"))
     _check_teacher(teacher, pred_a.shape[0], "pred_a", pred_a.shape, same_dim=True)
     target = teacher_targets(teacher).to(pred_a.device)
-    with _fp32(pred_a):
+    with fp32(pred_a):
         return (pred_a.float() - target).pow(2).mean() + (pred_b.float() - target).pow(2).mean()
 
 
@@ -84,9 +84,9 @@ def relational_loss(u: torch.Tensor, v: torch.Tensor, teacher: torch.Tensor) -> 
     Args:
         u, v: student sentence vectors [n, d]. teacher: teacher vectors of the source sentences [n, d_T].
     """
-    _check_pair(u, v)
+    check_pair(u, v)
     _check_teacher(teacher, u.shape[0], "u", u.shape, same_dim=False)
-    with _fp32(u):
+    with fp32(u):
         nu, nv = F.normalize(u.float(), dim=1), F.normalize(v.float(), dim=1)
         nt = F.normalize(teacher.float(), dim=1).to(nu.device)
         c_t = nt @ nt.t()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ...errors import InputError
-from .alignment import _fp32, _shape
+from .checks import fp32, shape
 
 MODES = ("ugt", "xtr", "smlm")
 
@@ -18,7 +18,7 @@ def _check_ids(name: str, ids) -> None:
     if not isinstance(ids, torch.Tensor):
         raise InputError(f"{name} must be a torch.Tensor, got {type(ids).__name__}")
     if ids.dim() != 2 or ids.shape[1] == 0:
-        raise InputError(f"{name} must be 2-D [n, L] with L ≥ 1; got shape {_shape(ids)}")
+        raise InputError(f"{name} must be 2-D [n, L] with L ≥ 1; got shape {shape(ids)}")
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise InputError(f"{name} must hold integer token ids; got dtype {ids.dtype}")
 
@@ -34,16 +34,16 @@ def _validate(ids_a, ids_b, masked_side, masked_token, vocab_size: int, mode: st
     _check_ids("ids_b", ids_b)
     n = ids_a.shape[0]
     if ids_b.shape[0] != n:
-        raise InputError(f"ids_a and ids_b must have the same batch size n; got ids_a {_shape(ids_a)} "
-                         f"and ids_b {_shape(ids_b)}")
+        raise InputError(f"ids_a and ids_b must have the same batch size n; got ids_a {shape(ids_a)} "
+                         f"and ids_b {shape(ids_b)}")
     if n == 0:
         raise InputError("empty batch: ids_a and ids_b have n = 0 rows")
     for name, t in (("masked_side", masked_side), ("masked_token", masked_token)):
         if not isinstance(t, torch.Tensor):
             raise InputError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.shape != (n,):
-            raise InputError(f"{name} must have shape [n] = [{n}] to match ids_a {_shape(ids_a)}; "
-                             f"got {_shape(t)}")
+            raise InputError(f"{name} must have shape [n] = [{n}] to match ids_a {shape(ids_a)}; "
+                             f"got {shape(t)}")
         if t.is_floating_point() or t.is_complex():
             raise InputError(f"{name} must be an integer tensor; got dtype {t.dtype}")
     len_a, len_b = (ids_a != pad_id).sum(1), (ids_b != pad_id).sum(1)
@@ -61,19 +61,19 @@ def _validate(ids_a, ids_b, masked_side, masked_token, vocab_size: int, mode: st
         bad = dict(zip(checks, flags))
         if bad["masked_side"]:
             raise InputError(f"masked_side must be 0 (side a masked) or 1 (side b masked); got values "
-                             f"{sorted(set(side.tolist()) - {0, 1})} in masked_side {_shape(masked_side)}")
+                             f"{sorted(set(side.tolist()) - {0, 1})} in masked_side {shape(masked_side)}")
         if bad["masked_token"]:
             raise InputError(f"masked_token ids must lie in [0, {vocab_size}); got min "
                              f"{int(masked_token.min())}, max {int(masked_token.max())} "
-                             f"in masked_token {_shape(masked_token)}")
+                             f"in masked_token {shape(masked_token)}")
         for name, ids in (("ids_a", ids_a), ("ids_b", ids_b)):
             if bad[name]:
                 raise InputError(f"{name} ids must lie in [0, {vocab_size}); got min {int(ids.min())}, "
-                                 f"max {int(ids.max())} in {name} {_shape(ids)}")
+                                 f"max {int(ids.max())} in {name} {shape(ids)}")
         for name, ids, ln in (("ids_a", ids_a, len_a), ("ids_b", ids_b, len_b)):
             if bad["len_" + name[-1]]:
                 rows = torch.nonzero(ln == 0).flatten().tolist()
-                raise InputError(f"{name} {_shape(ids)} has sentences of length 0 (all pad_id={pad_id}) "
+                raise InputError(f"{name} {shape(ids)} has sentences of length 0 (all pad_id={pad_id}) "
                                  f"at rows {rows[:10]}")
     return len_a, len_b
 
@@ -149,17 +149,17 @@ def generative_loss(logits_a: torch.Tensor, logits_b: torch.Tensor, ids_a: torch
     """
     for name, t in (("logits_a", logits_a), ("logits_b", logits_b)):
         if not isinstance(t, torch.Tensor) or t.dim() != 2 or not t.is_floating_point():
-            got = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
+            got = shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
             raise InputError(f"{name} must be a 2-D floating tensor [n, V]; got {got}")
     if logits_a.shape != logits_b.shape:
         raise InputError(f"logits_a and logits_b must have the same shape [n, V]; got logits_a "
-                         f"{_shape(logits_a)} and logits_b {_shape(logits_b)}")
+                         f"{shape(logits_a)} and logits_b {shape(logits_b)}")
     if isinstance(ids_a, torch.Tensor) and ids_a.dim() >= 1 and ids_a.shape[0] != logits_a.shape[0]:
-        raise InputError(f"logits_a {_shape(logits_a)} and ids_a {_shape(ids_a)} must have the same "
+        raise InputError(f"logits_a {shape(logits_a)} and ids_a {shape(ids_a)} must have the same "
                          f"batch size n")
     n, vocab = logits_a.shape
     q_a, q_b = generative_targets(ids_a, ids_b, masked_side, masked_token, vocab, mode=mode, pad_id=pad_id)
-    with _fp32(logits_a):
+    with fp32(logits_a):
         total = logits_a.new_zeros((), dtype=torch.float32)
         for logits, q in ((logits_a, q_a), (logits_b, q_b)):
             log_p = torch.log_softmax(logits.float(), dim=-1)

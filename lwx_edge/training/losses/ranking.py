@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
-from .alignment import _check_matrix, _check_pair, _fp32, _shape
+from .checks import check_matrix, check_pair, fp32, shape
 
 
 def ranking_loss(u: torch.Tensor, v: torch.Tensor, hard_negatives: torch.Tensor | None = None) -> torch.Tensor:
@@ -26,13 +26,13 @@ def ranking_loss(u: torch.Tensor, v: torch.Tensor, hard_negatives: torch.Tensor 
     Returns:
         scalar loss (fp32).
     """
-    _check_pair(u, v)
+    check_pair(u, v)
     if hard_negatives is not None:
-        _check_matrix("hard_negatives", hard_negatives)
+        check_matrix("hard_negatives", hard_negatives)
         if hard_negatives.shape[1] != u.shape[1]:
             raise InputError(f"hard_negatives must be [m, d] with the d of u; got hard_negatives "
-                             f"{_shape(hard_negatives)} and u {_shape(u)}")
-    with _fp32(u):
+                             f"{shape(hard_negatives)} and u {shape(u)}")
+    with fp32(u):
         u, v = u.float(), v.float()
         cand = v if hard_negatives is None else torch.cat([v, hard_negatives.float()])
         scores = u @ cand.t()                                                  # [n, n + m]

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
-from .alignment import _check_pair, _fp32
+from .checks import check_pair, fp32
 
 FORMS = ("paper", "cosine")
 
@@ -48,14 +48,14 @@ def similarity_loss(u: torch.Tensor, v: torch.Tensor, eps: float = 1e-4, form: s
     Returns:
         scalar loss (fp32).
     """
-    _check_pair(u, v)
+    check_pair(u, v)
     if not 0.0 < eps < 1.0:
         raise InputError(f"eps must lie in (0, 1); got {eps}")
     if form not in FORMS:
         raise InputError(f"form must be one of {FORMS}; got {form!r}")
     if not (math.isfinite(temperature) and temperature > 0):
         raise InputError(f"temperature must be a positive number; got {temperature}")
-    with _fp32(u):
+    with fp32(u):
         delta = _delta(u, v, form, temperature).clamp(-(1.0 - eps), 1.0 - eps)
         total = -torch.log(torch.cos((math.pi / 2) * delta)).sum()
         return total / u.shape[0] if form == "cosine" else total
@@ -64,6 +64,6 @@ def similarity_loss(u: torch.Tensor, v: torch.Tensor, eps: float = 1e-4, form: s
 @torch.no_grad()
 def similarity_max_delta(u: torch.Tensor, v: torch.Tensor, form: str = "paper", temperature: float = 0.05) -> float:
     """max_{i,j} |A_ij − B_ij| of :func:`similarity_loss` (unclamped), for logging; no gradient."""
-    _check_pair(u, v)
-    with _fp32(u):
+    check_pair(u, v)
+    with fp32(u):
         return float(_delta(u, v, form, temperature).abs().max())
