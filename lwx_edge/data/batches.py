@@ -53,13 +53,22 @@ def tokenize_pairs(pairs: Iterable, tokenizer: Tokenizer, max_len: int) -> Token
     return out
 
 
-def pad(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Right-pad to the longest sequence -> ids int64 [n, L], mask int64 [n, L]."""
-    length = max(len(s) for s in seqs)
+def pad(seqs: Sequence[np.ndarray], length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad to ``length`` (default: the longest sequence) -> ids int64 [n, L], mask int64 [n, L]."""
+    length = max(len(s) for s in seqs) if length is None else length
     ids = np.full((len(seqs), length), PAD_ID, dtype=np.int64)
     for i, s in enumerate(seqs):
         ids[i, :len(s)] = s
     return ids, (ids != PAD_ID).astype(np.int64)
+
+
+def padded_length(longest: int, multiple: int, cap: int | None) -> int:
+    """``longest`` rounded up to a multiple of ``multiple`` (0: unchanged), never beyond ``cap`` (the model's
+    train_max_len): a few fixed shapes, so a compiled step is not recompiled for every new length."""
+    if not multiple:
+        return longest
+    rounded = -(-longest // multiple) * multiple
+    return max(longest, min(rounded, cap)) if cap else rounded
 
 
 def mask_one_token(a: np.ndarray, b: np.ndarray, maskable: np.ndarray, rng: np.random.Generator):
@@ -85,17 +94,20 @@ class PairBatcher:
     With ``groups`` (one integer per pair, e.g. its language pair), the run is sorted by group first, so a batch
     holds pairs of one group wherever the run has a batch's worth of it: harder in-batch negatives for the
     alignment losses (a French sentence is no longer told apart from German ones).
+    With ``pad_to`` > 0, both sides of a batch are padded to one length, the longest rounded up to a multiple of
+    ``pad_to`` (at most ``max_len``): the shapes a compiled step sees come from a short fixed list.
     """
 
     def __init__(self, data: TokenizedPairs, batch_size: int, maskable: np.ndarray, seed: int = 0,
-                 teacher: np.ndarray | None = None, bucket: int = 0, groups: np.ndarray | None = None):
+                 teacher: np.ndarray | None = None, bucket: int = 0, groups: np.ndarray | None = None,
+                 pad_to: int = 0, max_len: int | None = None):
         if len(data) < batch_size:
             raise InputError(f"the corpus has {len(data)} usable pairs, fewer than one batch ({batch_size})")
         if groups is not None and (len(groups) != len(data) or not bucket):
             raise InputError(f"groups need one value per pair ({len(data)}, got {len(groups)}) and bucket > 0 "
                              f"(got {bucket})")
         self.data, self.batch_size, self.maskable, self.seed, self.teacher = data, batch_size, maskable, seed, teacher
-        self.bucket, self.groups = bucket, groups
+        self.bucket, self.groups, self.pad_to, self.max_len = bucket, groups, pad_to, max_len
         self.lengths = np.array([max(len(a), len(b)) for a, b in zip(data.src, data.tgt)])
         self._epoch_order: tuple[int, np.ndarray] | None = None
 
@@ -128,8 +140,9 @@ class PairBatcher:
         rng = np.random.default_rng([self.seed, epoch, i, 1])
         a, b, side, token = zip(*(mask_one_token(self.data.src[j], self.data.tgt[j], self.maskable, rng)
                                   for j in idx))
-        ids_a, mask_a = pad(a)
-        ids_b, mask_b = pad(b)
+        width = padded_length(max(len(x) for x in a + b), self.pad_to, self.max_len) if self.pad_to else None
+        ids_a, mask_a = pad(a, width)
+        ids_b, mask_b = pad(b, width)
         out = {"ids_a": ids_a, "mask_a": mask_a, "ids_b": ids_b, "mask_b": mask_b,
                "masked_side": np.asarray(side, np.int64), "masked_token": np.asarray(token, np.int64),
                "index": idx}
@@ -143,14 +156,15 @@ class MonoBatcher:
     batch ``step`` is deterministic given the seed, with the same length bucketing as ``PairBatcher``."""
 
     def __init__(self, ids: list[np.ndarray], teacher: np.ndarray, batch_size: int, seed: int = 0,
-                 bucket: int = 0):
-        self.ids, self.teacher, self.seed = ids, teacher, seed
+                 bucket: int = 0, pad_to: int = 0, max_len: int | None = None):
+        self.ids, self.teacher, self.seed, self.pad_to, self.max_len = ids, teacher, seed, pad_to, max_len
         self.pairs = PairBatcher(TokenizedPairs(ids, ids, [], [], []), min(batch_size, len(ids)),
                                  np.ones(1, bool), seed + 2, bucket=bucket)
 
     def batch(self, step: int) -> dict[str, np.ndarray]:
         idx = self.pairs.indices(*divmod(step, self.pairs.steps_per_epoch))
-        ids, mask = pad([self.ids[j] for j in idx])
+        seqs = [self.ids[j] for j in idx]
+        ids, mask = pad(seqs, padded_length(max(len(x) for x in seqs), self.pad_to, self.max_len))
         return {"ids": ids, "mask": mask, "teacher": self.teacher[idx].astype(np.float32)}
 
 

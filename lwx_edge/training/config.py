@@ -53,6 +53,7 @@ class TrainConfig:
     mono_max_per_lang: int | None = None                  # seeded sample of each monolingual file (None: all)
     bucket: int = 50                                      # sort runs of this many batches by length (0 = off)
     batch_group: str = "none"                             # none | lang: one language pair per batch (harder negatives)
+    pad_to: int = 0                                       # pad batches to a multiple of this (0: the longest): compile
     lr: float = 1e-3
     weight_decay: float = 1e-5
     warmup_steps: int = 1999
@@ -146,7 +147,7 @@ class TrainConfig:
             if getattr(self, key) < 1:
                 bad.append(f"{key} must be >= 1, got {getattr(self, key)}")
         for key in ("warmup_steps", "head_warmup_steps", "eval_every", "save_every", "bucket", "dev_holdout",
-                    "decay_epoch"):
+                    "decay_epoch", "pad_to"):
             if getattr(self, key) < 0:
                 bad.append(f"{key} must be >= 0, got {getattr(self, key)}")
         for key in ("max_steps", "threads", "mono_max_per_lang"):

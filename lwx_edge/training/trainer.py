@@ -149,13 +149,15 @@ class Trainer:
         if use_teacher:
             teacher_vecs, mono_vecs, teacher_dim = self._teacher_vectors(data.src_text, mono_texts)
         groups = np.unique(data.pair_lang, return_inverse=True)[1] if cfg.batch_group == "lang" else None
-        self.batcher = PairBatcher(data, cfg.batch_size, maskable, cfg.seed, teacher_vecs, cfg.bucket, groups)
+        cap = min(cfg.train_max_len, cfg.model.max_len)  # fixed lengths (pad_to) never past the position table
+        self.batcher = PairBatcher(data, cfg.batch_size, maskable, cfg.seed, teacher_vecs, cfg.bucket, groups,
+                                   cfg.pad_to, cap)
         self.dev_batcher = (PairBatcher(dev, min(cfg.batch_size, len(dev)), maskable, cfg.seed + 1)
                             if len(dev) >= 2 else None)
         self.mono = None
         if mono_vecs is not None and len(mono_texts):
             ids = [np.asarray(x[:cfg.train_max_len], np.int32) for x in self.tokenizer.encode(mono_texts).ids]
-            self.mono = MonoBatcher(ids, mono_vecs, cfg.mono_batch_size, cfg.seed, cfg.bucket)
+            self.mono = MonoBatcher(ids, mono_vecs, cfg.mono_batch_size, cfg.seed, cfg.bucket, cfg.pad_to, cap)
         return teacher_dim
 
     def _build_model(self, teacher_dim: int | None, start, data, use_teacher: bool, resuming: bool) -> None:

@@ -2,7 +2,15 @@
 import numpy as np
 import pytest
 
-from lwx_edge.data.batches import PairBatcher, TokenizedPairs, mask_one_token, pad, slice_rows
+from lwx_edge.data.batches import (
+    MonoBatcher,
+    PairBatcher,
+    TokenizedPairs,
+    mask_one_token,
+    pad,
+    padded_length,
+    slice_rows,
+)
 from lwx_edge.tokenizer import MASK_ID
 
 MASKABLE = np.ones(20, dtype=bool)
@@ -101,3 +109,35 @@ def test_grouped_batches_hold_one_language_pair_and_still_cover_the_epoch():
         PairBatcher(d, 8, MASKABLE, groups=groups)
     with pytest.raises(Exception, match="one value per pair"):
         PairBatcher(d, 8, MASKABLE, bucket=10, groups=groups[:10])
+
+
+@pytest.mark.parametrize("longest, multiple, cap, expected", [
+    (5, 16, 40, 16), (16, 16, 40, 16), (17, 16, 40, 32), (33, 16, 40, 40), (40, 16, 40, 40), (5, 0, 40, 5),
+    (17, 16, None, 32)])
+def test_padded_length_rounds_up_to_the_multiple_within_the_cap(longest, multiple, cap, expected):
+    assert padded_length(longest, multiple, cap) == expected
+
+
+def test_pad_to_gives_both_sides_one_of_a_few_fixed_lengths_and_changes_nothing_else():
+    """issue 36 item 5: a compiled step sees the lengths 8, 16, 24 only (cap 24), both sides alike; the tokens and
+    masks are the unpadded batch's, followed by padding."""
+    rng = np.random.default_rng(5)
+    src = [rng.integers(3, 20, rng.integers(2, 25)) for _ in range(64)]
+    tgt = [rng.integers(3, 20, rng.integers(2, 25)) for _ in range(64)]
+    pairs = TokenizedPairs(src, tgt, [""] * 64, [""] * 64, ["en-fr"] * 64)
+    plain = PairBatcher(pairs, 8, np.ones(20, bool), seed=1, bucket=2)
+    fixed = PairBatcher(pairs, 8, np.ones(20, bool), seed=1, bucket=2, pad_to=8, max_len=24)
+    widths = set()
+    for i in range(plain.steps_per_epoch):
+        x, y = plain.batch(0, i), fixed.batch(0, i)
+        assert y["ids_a"].shape[1] == y["ids_b"].shape[1] in (8, 16, 24)
+        widths.add(y["ids_a"].shape[1])
+        for side in ("a", "b"):
+            n = x[f"ids_{side}"].shape[1]
+            assert np.array_equal(y[f"ids_{side}"][:, :n], x[f"ids_{side}"])
+            assert np.array_equal(y[f"mask_{side}"][:, :n], x[f"mask_{side}"])
+            assert not y[f"mask_{side}"][:, n:].any() and not y[f"ids_{side}"][:, n:].any()
+        assert np.array_equal(x["masked_token"], y["masked_token"])
+    assert len(widths) > 1
+    mono = MonoBatcher(src, np.zeros((64, 2), np.float32), 8, seed=2, pad_to=8, max_len=24)
+    assert {mono.batch(step)["ids"].shape[1] for step in range(8)} <= {8, 16, 24}

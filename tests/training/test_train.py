@@ -63,6 +63,22 @@ def test_losses_go_down_and_retrieval_beats_chance(tiny_corpus, tmp_path):
     assert (tmp_path / "bundle" / "manifest.json").exists() and (tmp_path / "best" / "manifest.json").exists()
 
 
+def test_fixed_lengths_for_compile_change_no_loss(tiny_corpus, tmp_path):
+    """issue 36 item 5: pad_to pads every batch to a multiple of 8 (a few fixed shapes for torch.compile); the
+    padding is masked everywhere, so the losses are those of the unpadded run (dropout off: its masks follow
+    the shapes)."""
+    runs = {}
+    for pad_to in (0, 8):
+        out = tmp_path / f"pad{pad_to}"
+        cfg = tiny_config(tiny_corpus, out, max_steps=4, pad_to=pad_to)
+        cfg.model.dropout = 0.0
+        train(cfg)
+        runs[pad_to] = read_metrics(out)
+    for step in range(1, 5):
+        for term in ("loss", "gen", "align", "sim"):
+            assert runs[8][step][term] == pytest.approx(runs[0][step][term], rel=1e-4, abs=1e-5), (step, term)
+
+
 def test_each_loss_can_be_switched_off(tiny_corpus, tmp_path):
     cfg = tiny_config(tiny_corpus, tmp_path, max_steps=3)
     cfg.set("weights.sim", "0")

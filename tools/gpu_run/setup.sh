@@ -7,8 +7,9 @@
 #                                     (e.g. gpu-conversation+conversation/kd); the log: /tmp/w/<name, / as _>.log
 #   MAX_TIME=900                      seconds of training per run (default: the recipe's 1,200); fit the lease
 #   BENCH=1                           first the CUDA training benchmarks (cores 0-1, beside the teacher on 2-15)
-#   COMPILE="history/gpu-24k-words"   these runs train with torch.compile (bench: +27% pairs/s at batch 512;
-#                                     the real loop recompiles for new lengths, verified on CPU only)
+#   COMPILE="history/gpu-24k-words"   these runs train with torch.compile (bench: +27% pairs/s at batch 512)
+#                                     and pad_to=16: batches padded to a multiple of 16 tokens, so the compiled
+#                                     step sees a few fixed lengths (loss unchanged: tests/training/test_train.py)
 #   SIDE="command"                    run this on cores 0-1 beside the teacher (on 2-15), e.g. a CPU benchmark
 set -ex
 RUNS=${RUNS:-"history/gpu-24k-lex history/gpu-24k-words"}
@@ -35,7 +36,7 @@ else
 fi
 tail -1 teacher.log
 for r in $RUNS; do
-  C=""; case " ${COMPILE:-} " in *" $r "*) C="--set compile=true";; esac
+  C=""; case " ${COMPILE:-} " in *" $r "*) C="--set compile=true --set pad_to=16";; esac
   CFG=""; for part in ${r//+/ }; do CFG="$CFG --config recipes/$part.json"; done
   setsid nohup python3 -m lwx_edge train --config recipes/default.json $CFG \
     ${MAX_TIME:+--set max_time=$MAX_TIME} $C > "$W/${r//\//_}.log" 2>&1 < /dev/null &
