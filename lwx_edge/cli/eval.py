@@ -11,7 +11,7 @@ import typer
 from ._extras import require
 from ._options import threads_option
 
-REFERENCES = ("teacher", "tfidf", "random")
+REFERENCES = ("teacher", "tfidf", "random", "static")
 # texts -> their vectors [n, d] (numpy; TF-IDF: scipy sparse rows)
 Embedder = Callable[[Sequence[str]], Any]
 
@@ -49,7 +49,8 @@ def eval_(
                                            "conversation)."),
     refs: str = typer.Option("teacher,tfidf,random", "--refs", metavar="SYSTEMS",
                              help="Reference systems scored in the same run, comma-separated: teacher (the "
-                                  "[teacher] extra), tfidf, random; '' for none."),
+                                  "[teacher] extra), tfidf, random, static (a Model2Vec-style static model "
+                                  "distilled from the first BUNDLE); '' for none."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE",
                                        help="Write the results as JSON here (and a .md table beside it)."),
     threads: Optional[int] = threads_option(),
@@ -61,7 +62,7 @@ def eval_(
     pair_dirs = _pair_dirs(corpus, split, task_list,
                            {"dialogue": dialogue, "everyday": everyday, "conversation": conversation})
     systems = _bundle_systems(bundles, threads)
-    systems.update(_reference_systems(ref_list, corpus, pair_dirs, threads))
+    systems.update(_reference_systems(ref_list, corpus, pair_dirs, threads, bundles[0]))
     dirs: dict[str, str | os.PathLike] = dict(pair_dirs)
     results = evaluate_ddtp(systems, corpus, split, task_list, pair_dirs=dirs)  # progress: logging
     table = markdown_table(results, split)
@@ -123,8 +124,9 @@ def _bundle_systems(bundles: List[Path], threads: Optional[int]) -> dict[str, Em
 
 
 def _reference_systems(ref_list: list[str], corpus: Path, pair_dirs: dict[str, Path],
-                       threads: Optional[int]) -> dict[str, Embedder]:
-    """The reference systems asked for, in the table's order: the teacher, TF-IDF, random."""
+                       threads: Optional[int], source: Path) -> dict[str, Embedder]:
+    """The reference systems asked for, in the table's order: the teacher, TF-IDF, random, the static model
+    distilled from ``source`` (static_model.py)."""
     from ..evaluate import random_embedder
 
     systems: dict[str, Embedder] = {}
@@ -143,6 +145,12 @@ def _reference_systems(ref_list: list[str], corpus: Path, pair_dirs: dict[str, P
         systems["TF-IDF"] = _tfidf(corpus, list(pair_dirs.values()))
     if "random" in ref_list:
         systems["random"] = random_embedder()
+    if "static" in ref_list:
+        from ..encoder import Encoder
+        from ..static_model import StaticModel
+
+        static = StaticModel.distil(Encoder.load(source, threads=threads))
+        systems[f"static from {source} (Model2Vec-style)"] = static.embed
     return systems
 
 
