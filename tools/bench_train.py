@@ -1,6 +1,7 @@
 """Training-speed benchmark: pairs/s and peak memory of the real training step, all losses on.
 
     python tools/bench_train.py --out benchmarks/bench_train_cpu.json            # CPU (fp32)
+    python tools/bench_train.py --precision bf16 ...                              # CPU, bf16 autocast
     python tools/bench_train.py --device cuda --batch 128 512 2048 --compile     # GPU (bf16 autocast)
     python tools/bench_train.py --device cuda --vocab 128000 --table-bits 4 --table-rank 160   # the shipped shape
 
@@ -53,8 +54,8 @@ def bench(batch: int, args, device) -> dict:
                              teacher_dim=512).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, weight_decay=1e-5, amsgrad=True)
     fwd = torch.compile(model) if args.compile else model
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
-                else torch.autocast("cpu", enabled=False))
+    bf16 = args.precision == "bf16" or (args.precision == "auto" and device.type == "cuda")
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)  # as the trainer's ``precision``
     mono = batch // 2 if args.mono else 0
     batches = [make_batch(batch, args.length, args.vocab, mono, 512, device, rng) for _ in range(4)]
 
@@ -101,6 +102,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
+                    help="auto: bf16 autocast on CUDA, fp32 on CPU (the trainer's precision setting)")
     ap.add_argument("--no-mono", dest="mono", action="store_false", help="leave out the monolingual KD batch")
     ap.add_argument("--distance", type=float, default=0.0, help="weight of the cT-LASER term (0 = off)")
     ap.add_argument("--ranking", type=float, default=0.0, help="weight of the ranking term (0 = off)")
@@ -118,7 +121,8 @@ def main() -> None:
 
     info = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
             "machine": cpu_info(),
-            "precision": "bf16 autocast" if device.type == "cuda" else "fp32", "torch": torch.__version__,
+            "precision": "bf16 autocast" if args.precision == "bf16" or (args.precision == "auto" and device.type == "cuda")
+            else "fp32", "torch": torch.__version__,
             "threads": torch.get_num_threads(), "vocab": args.vocab, "table_bits": args.table_bits,
             "table_rank": args.table_rank, "length_per_side": args.length,
             "compile": args.compile, "mono_batch": "batch/2" if args.mono else 0,

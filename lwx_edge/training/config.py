@@ -28,7 +28,8 @@ class LossWeights:
 
 
 CHOICES = {"teacher": ("use", "none"), "token_init": ("teacher", "random"), "kd_space": ("projection", "output"),
-           "schedule": ("paper", "linear"), "batch_group": ("none", "lang"), "sim_form": ("paper", "cosine")}
+           "schedule": ("paper", "linear"), "batch_group": ("none", "lang"), "sim_form": ("paper", "cosine"),
+           "precision": ("auto", "bf16", "fp32")}
 
 
 @dataclass
@@ -81,6 +82,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"                                  # auto | cpu | cuda
     compile: bool = False
+    precision: str = "auto"                               # auto: bf16 autocast on CUDA, fp32 on CPU | bf16 | fp32
     guard: bool = True                                    # roll back on divergence (lwx_edge.training.guard)
     guard_rollbacks: int = 3                              # then stop with an error naming the term
     guard_lr_factor: float = 0.5                          # learning rate scale after each rollback
@@ -224,11 +226,16 @@ def _typed(key: str, hint, value):
     return float(value) if origin is float else value
 
 
-def lr_at(cfg: TrainConfig, step: int, epoch: int, progress: float = 0.0) -> float:
-    """Learning rate after linear warm-up. ``paper``: lr · decay^[e ≥ decay_epoch] (docs/METHOD.md §4);
-    ``linear``: lr · (1 − progress), where progress ∈ [0, 1] is how far the run is towards its binding
-    limit (steps, epochs or ``max_time``), so a time-budgeted run ends annealed."""
-    warm = min(1.0, (step + 1) / max(1, cfg.warmup_steps))
+def lr_at(cfg: TrainConfig, step: int, epoch: int, progress: float = 0.0, steps_per_epoch: int = 0) -> float:
+    """Learning rate after linear warm-up. ``paper``: lr · decay^[e ≥ decay_epoch] (docs/METHOD.md §4), the
+    warm-up ending by the decay at the latest (the paper warms up for the epochs before it: with
+    ``steps_per_epoch`` given, at most decay_epoch · steps_per_epoch steps); ``linear``: lr · (1 − progress),
+    where progress ∈ [0, 1] is how far the run is towards its binding limit (steps, epochs or ``max_time``),
+    so a time-budgeted run ends annealed."""
+    warmup = cfg.warmup_steps
+    if cfg.schedule == "paper" and steps_per_epoch and cfg.decay_epoch:
+        warmup = min(warmup, cfg.decay_epoch * steps_per_epoch)
+    warm = min(1.0, (step + 1) / max(1, warmup))
     if cfg.schedule == "linear":
         return cfg.lr * warm * max(0.0, 1.0 - progress)
     decay = cfg.decay_factor if epoch >= cfg.decay_epoch else 1.0

