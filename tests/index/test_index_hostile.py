@@ -226,7 +226,9 @@ def _check_read_only(ix: Index, path: Path, v: np.ndarray, expected) -> None:
     assert ids_of(ix.search(v[:5], top_k=5)) == expected[0]
     assert ids_of(ix.search(v[:5], top_k=5, where={"k": 2})) == expected[1]
     if _ann.available():  # a graph may be built, in memory only: no sidecar beside a read-only index
-        assert ids_of(ix.search(v[:5], top_k=5, approximate=True)) == expected[0]
+        approx = ids_of(ix.search(v[:5], top_k=5, approximate=True))  # HNSW: near, not always exact
+        for got, want in zip(approx, expected[0]):
+            assert got[0] == want[0] and len(set(got) & set(want)) >= 4, (got, want)
     for write in (lambda: ix.add_vectors(["new"], v[:1]), lambda: ix.add_vectors(["i1"], v[:1], replace=True),
                   lambda: ix.delete(["i1"])):
         with pytest.raises(IndexFileError, match=names(path) + r": the index is read-only"):
