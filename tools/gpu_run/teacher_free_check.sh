@@ -7,7 +7,8 @@
 # VARIANTS: name=--set overrides, ';'-separated. The default: the paper's objective with the teacher off (the
 # recipe: cosine similarity form, issue 36's acceptance), the same without L_sim (issue 36's 0.611), batch 2,048,
 # the warm-up cut to one epoch (283 steps: the peak held until the decay at step 849, where the recipe's warm-up
-# only reaches it; the CPU stand-in ended at 0.595, docs/METHOD.md §3.4) and, when the pack holds the teacher,
+# only reaches it; on CPU the recipe ended at 0.595 and this collapsed at 800, was rolled back at half the rate and
+# then led, docs/METHOD.md §3.4) and, when the pack holds the teacher,
 # the recipe with it. COMPILE=1 adds the recipe with torch.compile and
 # pad_to=16 (issue 36 item 5: its pairs/s against the eager run beside it). EXTRA: overrides for every variant
 # (a CPU dry run: EXTRA="--set device=cpu --set max_steps=4 --set eval_every=2").
