@@ -37,10 +37,7 @@ def curve(run_dir: Path) -> dict:
     if not evals or not steps:
         sys.exit(f"{path}: no dev evaluation or no training step recorded")
     by_step = {s: evals[s] for s in sorted(evals)}
-    align = {}
-    for r in steps:
-        if r["step"] in by_step:
-            align[r["step"]] = round(r["align"], 3)
+    align = {r["step"]: round(r["align"], 3) for r in steps if r["step"] in by_step}
     return {
         "dev_p1_by_step": {str(s): round(r["dev/xsr@1/avg"], 4) for s, r in by_step.items()},
         "unrelated_cos_by_step": {str(s): round(r["dev/unrelated_cos"], 3) for s, r in by_step.items()
@@ -63,7 +60,9 @@ def main() -> None:
     pairs = [x.split("=", 1) for x in args.runs]
     if any(len(p) != 2 for p in pairs):
         sys.exit("each run is label=run directory")
-    commands = dict(c.split("=", 1) for c in args.command if "=" in c)
+    if any("=" not in c for c in args.command):
+        sys.exit("each --command is label=the command that started the run")
+    commands = dict(c.split("=", 1) for c in args.command)
     from bench_app import cpu_info
 
     record = {"what": args.what, "machine": cpu_info(times_onnx=False), "precision": args.precision,

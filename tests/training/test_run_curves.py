@@ -42,3 +42,6 @@ def test_a_run_without_metrics_is_one_clear_line_and_writes_nothing(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 1 and "cannot read the run's metrics" in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()
+    r = subprocess.run([sys.executable, str(TOOL), "--out", str(out), "--what", "x", "a=.", "--command", "no label"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "each --command is label=" in r.stderr and not out.exists()
