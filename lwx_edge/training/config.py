@@ -35,7 +35,7 @@ CHOICES = {"teacher": ("use", "none"), "token_init": ("teacher", "random"), "kd_
 @dataclass
 class TrainConfig:
     """Everything a run needs. Defaults follow [R] (docs/METHOD.md §4): batch 128, Adam(amsgrad) lr 1e-3
-    with L2 1e-5, linear warm-up over 1,999 steps, ×0.1 from epoch 3, no clipping."""
+    with L2 1e-5, linear warm-up over 1,999 steps, ×0.1 from epoch 3, no clipping (``grad_clip`` adds it)."""
 
     corpus: list[str] = field(default_factory=list)       # parallel files *.en-xx.tsv[.gz]
     mono: list[str] = field(default_factory=list)         # monolingual files train.{lang}.txt
@@ -62,6 +62,7 @@ class TrainConfig:
     decay_epoch: int = 3
     decay_factor: float = 0.1
     schedule: str = "paper"                               # paper: ×decay_factor from decay_epoch; linear: to 0 at the limit
+    grad_clip: float = 0.0                                # clip the gradient's global L2 norm to this (0: off, as [R])
     epochs: int = 12
     max_steps: int | None = None
     max_time: float | None = None                         # seconds of training (resumes included)
@@ -163,7 +164,7 @@ class TrainConfig:
             bad.append(f"sim_temperature must be a positive number, got {self.sim_temperature}")
         if self.max_time is not None and not (math.isfinite(self.max_time) and self.max_time > 0):
             bad.append(f"max_time must be a positive number of seconds, got {self.max_time}")
-        for key in ("weight_decay", "decay_factor"):
+        for key in ("weight_decay", "decay_factor", "grad_clip"):
             if not (math.isfinite(getattr(self, key)) and getattr(self, key) >= 0):
                 bad.append(f"{key} must be a number >= 0, got {getattr(self, key)}")
         for f in fields(self.weights):

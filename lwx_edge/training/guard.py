@@ -2,7 +2,7 @@
 
 Three signs, each named with the loss term behind it:
 
-- a non-finite loss term at a step (the step is not applied);
+- a non-finite loss term or gradient at a step (the step is not applied);
 - a spike: the total loss above ``spike_factor`` times the median of the last ``window`` steps;
 - collapse at an evaluation: the probe set's unrelated texts get nearly one vector (:mod:`lwx_edge.collapse`).
 
@@ -45,6 +45,8 @@ class DivergenceGuard:
         bad = [k for k in terms if not math.isfinite(rec.get(k, 0.0))]
         if bad or not math.isfinite(rec["loss"]):
             return "a non-finite loss", ", ".join(bad) or "loss"
+        if not math.isfinite(rec.get("grad_norm", 0.0)):
+            return f"a non-finite gradient (norm {rec['grad_norm']})", "the gradient of every term together"
         past = self.recent.get("loss")
         if past is not None and len(past) == self.window:
             median = sorted(past)[len(past) // 2]

@@ -312,12 +312,23 @@ class Trainer:
         if not self._agree(not math.isfinite(rec["loss"])):  # a non-finite step is never applied
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            self.optimizer.step()
-        elif self.guard is None:
-            bad = [k for k, v in rec.items() if not math.isfinite(v)]
-            raise LwxError(f"loss became {rec['loss']} at step {step} (non-finite: {', '.join(bad)}); lower --lr "
-                           "or check the data")
+            rec["grad_norm"] = self._clip_gradient()
+            if math.isfinite(rec["grad_norm"]):
+                self.optimizer.step()
+        bad = [k for k, v in rec.items() if not math.isfinite(v)]
+        if bad and self.guard is None:
+            raise LwxError(f"training diverged at step {step}: non-finite {', '.join(bad)} (the step was not "
+                           "applied); lower --lr or check the data")
         return rec
+
+    def _clip_gradient(self) -> float:
+        """The gradient's global L2 norm before clipping (the same on every rank after DDP's all-reduce); scaled
+        down to ``grad_clip`` when that is set and the norm is above it."""
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        if self.cfg.grad_clip:
+            torch.nn.utils.clip_grads_with_norm_(params, self.cfg.grad_clip, norm)
+        return float(norm)
 
     @torch.no_grad()
     def validate(self, full: bool = False) -> dict[str, float]:
@@ -411,7 +422,7 @@ class Trainer:
         while self.step < total and not (cfg.max_time and self.elapsed >= cfg.max_time):
             t0 = time.perf_counter()
             rec = self.train_step(self.step)
-            sign = self.guard.check_step(rec, tuple(k for k in rec if k not in ("loss", "lr", "epoch"))) \
+            sign = self.guard.check_step(rec, tuple(k for k in rec if k not in ("loss", "lr", "epoch", "grad_norm"))) \
                 if self.guard is not None else None
             if self._agree(sign is not None):
                 self._roll_back(*(sign or ("a divergence on another rank", "unknown")))

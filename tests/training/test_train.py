@@ -57,10 +57,11 @@ def test_losses_go_down_and_retrieval_beats_chance(tiny_corpus, tmp_path):
     recipe = TrainConfig.from_files(["recipes/teacher-free.json"])
     assert (recipe.teacher, recipe.sim_form, recipe.lr, recipe.batch_size) == ("none", "cosine", 1e-3, 512)
     assert (recipe.weights.gen, recipe.weights.align, recipe.weights.sim) == (1.0, 2.0, 2.0)  # the paper's
+    assert (recipe.grad_clip, recipe.warmup_steps) == (1.0, 283)  # clipped; the peak from one epoch to the decay
     cfg = tiny_config(tiny_corpus, tmp_path, "recipes/teacher-free.json", max_steps=300, lr=3e-3, eval_every=100)
     cfg.model.dropout = 0.0  # a 32-d model learns too slowly with dropout for a quick test
-    assert (cfg.sim_form, cfg.sim_temperature, cfg.weights) == (recipe.sim_form, recipe.sim_temperature,
-                                                                 recipe.weights)
+    assert (cfg.sim_form, cfg.sim_temperature, cfg.weights, cfg.grad_clip) == (
+        recipe.sim_form, recipe.sim_temperature, recipe.weights, recipe.grad_clip)
     result = train(cfg)
     m = read_metrics(tmp_path)
     first = np.mean([m[s]["loss"] for s in range(1, 6)])
@@ -340,6 +341,7 @@ def test_whole_documents_can_join_the_dev_selection(tiny_corpus, tmp_path):
     (["--corpus", "x.tsv", "--set", "batch_size=0"], "batch_size must be >= 1, got 0"),
     (["--corpus", "x.tsv", "--set", "teacher_workers=0"], "teacher_workers must be >= 1, got 0"),
     (["--corpus", "x.tsv", "--lr", "nan"], "lr must be a positive number, got nan"),
+    (["--corpus", "x.tsv", "--set", "grad_clip=-1"], "grad_clip must be a number >= 0, got -1"),
     (["--corpus", "x.tsv", "--set", "model.n_heads=3"], "model.d_model (512) must be divisible by model.n_heads (3)"),
     (["--corpus", "x.tsv", "--set", "max_steps=null", "--set", "threads=two"], "'threads' expects int (or null)"),
     (["--corpus", "x.tsv", "--set", "weights"], "--set expects key=value"),
@@ -439,6 +441,68 @@ def test_a_non_finite_term_is_not_applied_rolled_back_and_named(tiny_corpus, tmp
     m = read_metrics(tmp_path / "run")
     assert trainer.step == 12 and all(np.isfinite(r["loss"]) for r in m.values())
     assert m[12]["lr"] == pytest.approx(0.5 * T.lr_at(trainer.cfg, 11, 0, 11 / 12), rel=1e-6)
+
+
+class _NanGradient(torch.autograd.Function):
+    """Identity forward, NaN backward: a finite loss whose gradient is not."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * float("nan")
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_a_non_finite_gradient_under_a_finite_loss_is_never_applied(tiny_corpus, tmp_path, monkeypatch, guard):
+    """At step 6 the loss is finite but its gradient is NaN: the step is skipped (no NaN reaches the weights);
+    the guard rolls back naming the gradient, and without the guard the run stops with one clear error."""
+    import lwx_edge.training.trainer as T
+
+    real, fired = T.compute_losses, []
+
+    def faulty(out, batch, cfg, world):
+        terms = real(out, batch, cfg, world)
+        if trainer.step == 6 and not fired:
+            fired.append(1)
+            terms["align"] = _NanGradient.apply(terms["align"])
+        return terms
+
+    monkeypatch.setattr(T, "compute_losses", faulty)
+    trainer = T.Trainer(tiny_config(tiny_corpus, tmp_path / "run", max_steps=12, eval_every=4, guard=guard))
+    if not guard:
+        with pytest.raises(T.LwxError, match=r"training diverged at step 6: non-finite grad_norm \(the step was "
+                                             r"not applied\); lower --lr"):
+            trainer.fit()
+    else:
+        trainer.fit()
+        (event,) = _events(tmp_path / "run")
+        assert event == {"event": "rollback", "step": 6, "to_step": 4, "reason": "a non-finite gradient (norm nan)",
+                         "term": "the gradient of every term together", "lr_scale": 0.5, "rollbacks": 1}
+        assert trainer.step == 12
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+
+
+def test_gradient_clipping_bounds_the_update_and_the_norm_before_it_is_logged(tiny_corpus, tmp_path):
+    """``grad_clip``: Adam sees a gradient of at most that global norm; metrics.jsonl keeps the norm before
+    clipping (here far above it), so a user sees how often the clip binds."""
+    from lwx_edge.training.trainer import Trainer
+
+    trainer = Trainer(tiny_config(tiny_corpus, tmp_path / "run", max_steps=3, grad_clip=1e-3))
+    seen, real_step = [], trainer.optimizer.step
+
+    def step(*args, **kwargs):
+        seen.append(float(torch.nn.utils.get_total_norm(
+            [p.grad for p in trainer.model.parameters() if p.grad is not None])))
+        return real_step(*args, **kwargs)
+
+    trainer.optimizer.step = step
+    trainer.fit()
+    logged = [r["grad_norm"] for r in read_metrics(tmp_path / "run").values()]
+    assert len(logged) == 3 and min(logged) > 0.1
+    assert seen == pytest.approx([1e-3] * 3, rel=1e-3)
 
 
 def test_a_spike_is_rolled_back_and_named_by_the_term_that_rose():
