@@ -62,6 +62,12 @@ def pad(seqs: Sequence[np.ndarray], length: int | None = None) -> tuple[np.ndarr
     return ids, (ids != PAD_ID).astype(np.int64)
 
 
+def stack_padded(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Stack [n_i, T_i] arrays into one [Σn, max T], right-padded with zeros."""
+    t = max(a.shape[1] for a in arrays)
+    return np.concatenate([np.pad(a, ((0, 0), (0, t - a.shape[1]))) for a in arrays])
+
+
 def padded_length(longest: int, multiple: int, cap: int | None) -> int:
     """``longest`` rounded up to a multiple of ``multiple`` (0: unchanged), never beyond ``cap`` (the model's
     train_max_len): a few fixed shapes, so a compiled step is not recompiled for every new length."""

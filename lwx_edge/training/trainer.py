@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from ..atomic import recover_dir, write_json_atomic
 from ..collapse import MAX_UNRELATED_COS, probe_texts, unrelated_cosine
-from ..data.batches import MonoBatcher, PairBatcher, slice_rows, tokenize_pairs
+from ..data.batches import MonoBatcher, PairBatcher, slice_rows, stack_padded, tokenize_pairs
 from ..errors import LwxError
 from ..tokenizer import Tokenizer, train_tokenizer
 from .checkpoint import load_checkpoint, save_bundle, save_checkpoint
@@ -64,12 +64,6 @@ def _device(cfg: TrainConfig, local_rank: int) -> torch.device:
 
 def _to_device(batch: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v).to(device, non_blocking=True) for k, v in batch.items() if k != "index"}
-
-
-def _stack_padded(arrays: list[np.ndarray]) -> np.ndarray:
-    """Stack [n_i, T_i] arrays into one [Σn, max T], right-padded with zeros."""
-    t = max(a.shape[1] for a in arrays)
-    return np.concatenate([np.pad(a, ((0, 0), (0, t - a.shape[1]))) for a in arrays])
 
 
 class Trainer:
@@ -264,7 +258,7 @@ class Trainer:
         vectors = token_vectors(self.tokenizer, self.teacher, dim=self.cfg.model.d_model)
         self.model.init_from_token_vectors(torch.from_numpy(vectors))
         batches = [self.batcher.batch(0, i) for i in range(min(8, self.batcher.steps_per_epoch))]
-        ids, mask = (torch.from_numpy(_stack_padded([b[f"{k}_{side}"] for b in batches for side in "ab"]))
+        ids, mask = (torch.from_numpy(stack_padded([b[f"{k}_{side}"] for b in batches for side in "ab"]))
                      for k in ("ids", "mask"))  # both sides of a few seeded training batches
         c = self.model.center_output(ids.to(self.device), mask.to(self.device))
         self.log(f"token table initialised from the teacher's vectors of the {len(vectors):,} pieces; "
@@ -312,7 +306,10 @@ class Trainer:
         if not self._agree(not math.isfinite(rec["loss"])):  # a non-finite step is never applied
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            rec["grad_norm"] = self._clip_gradient()
+            grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+            rec["grad_norm"] = float(norm := torch.nn.utils.get_total_norm(grads))  # before clipping; equal on all ranks
+            if self.cfg.grad_clip:
+                torch.nn.utils.clip_grads_with_norm_(self.model.parameters(), self.cfg.grad_clip, norm)
             if math.isfinite(rec["grad_norm"]):
                 self.optimizer.step()
         bad = [k for k, v in rec.items() if not math.isfinite(v)]
@@ -320,15 +317,6 @@ class Trainer:
             raise LwxError(f"training diverged at step {step}: non-finite {', '.join(bad)} (the step was not "
                            "applied); lower --lr or check the data")
         return rec
-
-    def _clip_gradient(self) -> float:
-        """The gradient's global L2 norm before clipping (the same on every rank after DDP's all-reduce); scaled
-        down to ``grad_clip`` when that is set and the norm is above it."""
-        params = [p for p in self.model.parameters() if p.grad is not None]
-        norm = torch.nn.utils.get_total_norm([p.grad for p in params])
-        if self.cfg.grad_clip:
-            torch.nn.utils.clip_grads_with_norm_(params, self.cfg.grad_clip, norm)
-        return float(norm)
 
     @torch.no_grad()
     def validate(self, full: bool = False) -> dict[str, float]:
