@@ -143,6 +143,20 @@ def conversation(out: Path = typer.Option(Path("data/corpus/conversation"), "--o
     typer.echo(json.dumps(build_conversation(out, work_dir, train_dirs=train), indent=2))
 
 
+@app.command("phrasebook")
+def phrasebook(out: Path = typer.Option(Path("data/corpus/phrasebook"), "--out", "-o", metavar="DIR", help=OUT_HELP),
+               held: List[Path] = typer.Option([Path("data/corpus")], "--held", metavar="DIR",
+                                               help="Corpora whose dev/test sentences it must not hold "
+                                                    "(searched for dev*/test* pair files; repeatable)."),
+               fillers_per_frame: int = typer.Option(5, "--fillers-per-frame", min=1, metavar="N",
+                                                     help="Fillers put into each frame (a seeded sample).")) -> None:
+    """Everyday conversational sentences written for the project (lwx_edge/data/phrasebook/): whole phrases and
+    frames with fillers, in five languages, as train pairs; build it after the corpora whose tests it avoids."""
+    from ..data.phrasebook import build_phrasebook
+
+    typer.echo(json.dumps(build_phrasebook(out, held, fillers_per_frame), indent=2))
+
+
 @app.command("tokenizer")
 def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model"), "--out", "-o", metavar="FILE",
                                       help="The SentencePiece model to write."),
@@ -163,7 +177,7 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o", metavar="
                                    help="Root directory of the corpora (the tokenizer goes to "
                                         "ROOT/../tokenizer).")) -> None:
     """Every corpus (ddtp, gettext, dialogue, mono, everyday, words, lexicon, games, conversation) into
-    ROOT/NAME, then the tokenizer."""
+    ROOT/NAME, then the tokenizer, then the phrasebook (after the tokenizer, which it does not change)."""
     require("data all", "data")  # before the first download: words, lexicon and games need it
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
@@ -175,3 +189,4 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o", metavar="
     games(root / "games", root.parent / "debs", root / "games-extra", root / "games-more")
     conversation(root / "conversation", root.parent / "debs", [root])
     tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)
+    phrasebook(root / "phrasebook", [root], 5)

@@ -253,3 +253,13 @@ def test_the_conversation_recipes_compare_objectives_on_the_same_data_and_budget
         outs.add(variant.pop("out_dir"))
         assert {k: v for k, v in variant.items() if v != conv[k] and k != "out_dir"} == want, name
     assert len(outs) == 4  # four runs side by side write to four directories
+
+
+def test_the_phrasebook_overlay_adds_the_phrasebook_and_changes_nothing_else():
+    """recipes/conversation/phrasebook.json lays the phrasebook (lwx-edge data phrasebook) over any conversation
+    recipe: the same corpora plus data/corpus/phrasebook, written elsewhere."""
+    base = [DEFAULT, REPO / "recipes" / "gpu-conversation.json", REPO / "recipes" / "conversation" / "lang-align6.json"]
+    conv = TrainConfig.from_files(base).to_dict()
+    with_pb = TrainConfig.from_files([*base, REPO / "recipes" / "conversation" / "phrasebook.json"]).to_dict()
+    assert {k for k in conv if conv[k] != with_pb[k]} == {"corpus", "out_dir"}
+    assert with_pb["corpus"] == conv["corpus"] + ["data/corpus/phrasebook"]
