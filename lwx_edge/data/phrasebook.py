@@ -16,10 +16,12 @@ for the project, in three files under ``lwx_edge/data/phrasebook/`` (tab-separat
 :func:`expand` puts ``fillers_per_frame`` fillers of its slot (a seeded sample, all when fewer) into each frame
 and applies French elision ("de appeler" → "d'appeler"). Pairs whose English or translation is a sentence of any
 ``dev*``/``test*`` pair file under ``eval_dirs`` (compared as :func:`conversation.sentence_key`) are dropped, so a
-test built before or after this corpus is the same. Written as ``train.en-xx.tsv`` and ``summary.json``.
+test built before it (``data all`` builds the conversation test first) keeps all its sentences. Written as
+``train.en-xx.tsv`` and ``summary.json``.
 """
 from __future__ import annotations
 
+import logging
 import random
 import re
 from collections import defaultdict
@@ -29,6 +31,8 @@ from typing import Iterable
 from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import CorpusError
 from .conversation import sentence_key
+
+log = logging.getLogger(__name__)
 
 LANGS = ("fr", "de", "es", "it")
 COLUMNS = ("en", *LANGS)
@@ -130,7 +134,12 @@ def build_phrasebook(out_dir: str | Path = "data/corpus/phrasebook", eval_dirs: 
     frames, fillers = read_rows(src / "frames.tsv", "frame"), read_rows(src / "fillers.tsv", "fill")
     _check_grammar(frames, fillers, src)
     expanded = expand(frames, fillers, fillers_per_frame, seed)
+    eval_dirs = list(eval_dirs)
     held = eval_sentences(eval_dirs)
+    if not held:
+        log.warning("no dev/test pair files under %s: nothing is held out (build the phrasebook after the corpora "
+                    "and the conversation test, or a test built later loses the sentences it shares with it)",
+                    ", ".join(map(str, eval_dirs)) or "(no directories)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary: dict = {"phrases": len(phrases), "frames": len(frames), "fillers": len(fillers),

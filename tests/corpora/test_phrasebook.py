@@ -84,8 +84,14 @@ def test_the_shipped_phrasebook_parses_and_holds_every_language(tmp_path):
     assert " de a" not in fr and " je a" not in fr.lower()          # elision applied to the frames
 
 
+def test_building_with_nothing_to_hold_out_warns(tmp_path, caplog):
+    pb.build_phrasebook(tmp_path / "out", [tmp_path / "no-corpora"], None, _source(tmp_path))
+    assert "nothing is held out" in caplog.text and "no-corpora" in caplog.text
+
+
 def test_cli_builds_it(tmp_path):
+    (tmp_path / "dev.en-fr.tsv").write_text("Hello there.\tSalut.\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["data", "phrasebook", "-o", str(tmp_path / "pb"), "--held", str(tmp_path),
                                  "--fillers-per-frame", "2"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["fillers_per_frame"] == 2
+    assert json.loads(result.output)["fillers_per_frame"] == 2 and json.loads(result.output)["eval_sentences_checked"] == 2  # both sides
