@@ -177,7 +177,7 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o", metavar="
                                    help="Root directory of the corpora (the tokenizer goes to "
                                         "ROOT/../tokenizer).")) -> None:
     """Every corpus (ddtp, gettext, dialogue, mono, everyday, words, lexicon, games, conversation) into
-    ROOT/NAME, then the tokenizer, then the phrasebook (after the tokenizer, which it does not change)."""
+    ROOT/NAME, then the tokenizer, then the phrasebook (last: the tokenizer's sample stays as it was)."""
     require("data all", "data")  # before the first download: words, lexicon and games need it
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
