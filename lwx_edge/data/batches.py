@@ -6,7 +6,7 @@ global batch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -25,6 +25,7 @@ class TokenizedPairs:
     tgt_text: list[str]
     pair_lang: list[str]
     dropped: int = 0
+    source: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -50,6 +51,7 @@ def tokenize_pairs(pairs: Iterable, tokenizer: Tokenizer, max_len: int) -> Token
             out.src_text.append(p.src)
             out.tgt_text.append(p.tgt)
             out.pair_lang.append(f"{p.src_lang}-{p.tgt_lang}")
+            out.source.append(p.source)
     return out
 
 
@@ -155,6 +157,55 @@ class PairBatcher:
         if self.teacher is not None:
             out["teacher"] = self.teacher[idx].astype(np.float32)
         return out
+
+
+GROUP_KEYS = ("lang", "source", "cluster")
+NOUNS = {"lang": "language pairs", "source": "sources", "cluster": "clusters"}
+
+
+def batch_groups(keys: str, data: TokenizedPairs, vectors: np.ndarray | None = None, n_clusters: int = 0,
+                 seed: int = 0) -> tuple[np.ndarray | None, str]:
+    """One group per pair for :class:`PairBatcher` from ``keys`` ("none", or "+"-joined ``lang``, ``source``,
+    ``cluster``; batches sort by them in the order given) and a line saying what they are.
+
+    ``cluster`` is a k-means cluster (scikit-learn's MiniBatchKMeans, seeded) of ``vectors`` (one per pair, e.g.
+    the teacher's vector of its English side), cosine geometry: pairs about the same thing share a batch, so each
+    is told apart from its neighbours, not from random text (mined hard negatives, by batch composition).
+    """
+    if keys == "none":
+        return None, "batches: mixed"
+    parts = keys.split("+")
+    codes, said = [], []
+    for key in parts:
+        if key == "lang":
+            values = np.asarray(data.pair_lang)
+        elif key == "source":
+            values = np.asarray(data.source)
+        elif key == "cluster":
+            if vectors is None:
+                raise InputError("batch_group=cluster clusters the teacher's vectors of the pairs: it needs a "
+                                 "teacher (teacher=use with weights.kd or weights.mono > 0)")
+            values = kmeans_labels(vectors, n_clusters, seed)
+        else:
+            raise InputError(f"unknown batch group {key!r} in {keys!r} (use none, or {', '.join(GROUP_KEYS)} "
+                             "joined by '+')")
+        names, code = np.unique(values, return_inverse=True)
+        codes.append(code)
+        said.append(f"{len(names)} {NOUNS[key]}")
+    group = np.ravel_multi_index(tuple(codes), tuple(int(c.max()) + 1 for c in codes)) if codes else None
+    return np.unique(group, return_inverse=True)[1], f"batches grouped by {keys}: {' x '.join(said)}"
+
+
+def kmeans_labels(vectors: np.ndarray, n_clusters: int, seed: int = 0) -> np.ndarray:
+    """k-means cluster of each (L2-normalised) row: MiniBatchKMeans, seeded, so every run and rank agrees."""
+    from sklearn.cluster import MiniBatchKMeans
+
+    if not 2 <= n_clusters <= len(vectors):
+        raise InputError(f"batch_clusters must lie in [2, {len(vectors)}] (the number of pairs), got {n_clusters}")
+    x = np.asarray(vectors, np.float32)
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    km = MiniBatchKMeans(n_clusters, random_state=seed, batch_size=4096, n_init=3)
+    return km.fit_predict(x).astype(np.int64)
 
 
 class MonoBatcher:

