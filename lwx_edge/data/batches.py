@@ -102,20 +102,27 @@ class PairBatcher:
     With ``groups`` (one integer per pair, e.g. its language pair), the run is sorted by group first, so a batch
     holds pairs of one group wherever the run has a batch's worth of it: harder in-batch negatives for the
     alignment losses (a French sentence is no longer told apart from German ones).
+    With ``neighbours`` (one cluster label per pair), the run is sorted by group, then cluster, then length, so
+    pairs about the same thing share a batch (mined hard negatives); with ``cluster_run`` > 0 it is cut into runs of
+    that many (one cluster, similar lengths), which are sorted by group and length before the batches are cut: each
+    pair keeps ``cluster_run`` - 1 neighbours in its batch without the padding of whole clusters, whose lengths vary.
     With ``pad_to`` > 0, both sides of a batch are padded to one length, the longest rounded up to a multiple of
     ``pad_to`` (at most ``max_len``): the shapes a compiled step sees come from a short fixed list.
     """
 
     def __init__(self, data: TokenizedPairs, batch_size: int, maskable: np.ndarray, seed: int = 0,
                  teacher: np.ndarray | None = None, bucket: int = 0, groups: np.ndarray | None = None,
-                 pad_to: int = 0, max_len: int | None = None):
+                 pad_to: int = 0, max_len: int | None = None, neighbours: np.ndarray | None = None,
+                 cluster_run: int = 0):
         if len(data) < batch_size:
             raise InputError(f"the corpus has {len(data)} usable pairs, fewer than one batch ({batch_size})")
-        if groups is not None and (len(groups) != len(data) or not bucket):
-            raise InputError(f"groups need one value per pair ({len(data)}, got {len(groups)}) and bucket > 0 "
-                             f"(got {bucket})")
+        for name, values in (("groups", groups), ("neighbours", neighbours)):
+            if values is not None and (len(values) != len(data) or not bucket):
+                raise InputError(f"{name} need one value per pair ({len(data)}, got {len(values)}) and bucket > 0 "
+                                 f"(got {bucket})")
         self.data, self.batch_size, self.maskable, self.seed, self.teacher = data, batch_size, maskable, seed, teacher
         self.bucket, self.groups, self.pad_to, self.max_len = bucket, groups, pad_to, max_len
+        self.neighbours, self.cluster_run = neighbours, cluster_run
         self.lengths = np.array([max(len(a), len(b)) for a, b in zip(data.src, data.tgt)])
         self._epoch_order: tuple[int, np.ndarray] | None = None
 
@@ -136,9 +143,15 @@ class PairBatcher:
         return self._epoch_order[1]
 
     def _sorted(self, chunk: np.ndarray) -> np.ndarray:
-        if self.groups is None:
-            return np.argsort(self.lengths[chunk], kind="stable")
-        return np.lexsort((self.lengths[chunk], self.groups[chunk]))
+        """Positions in ``chunk`` in batch order: by group, cluster and length (see the class)."""
+        lengths = self.lengths[chunk]
+        order = np.lexsort([lengths] + [k[chunk] for k in (self.neighbours, self.groups) if k is not None])
+        if self.neighbours is None or not self.cluster_run:
+            return order
+        starts = np.arange(0, len(order), self.cluster_run)
+        longest = np.maximum.reduceat(lengths[order], starts)
+        group = self.groups[chunk][order][starts] if self.groups is not None else np.zeros(len(starts), np.int64)
+        return np.concatenate([order[s:s + self.cluster_run] for s in starts[np.lexsort((longest, group))]])
 
     def indices(self, epoch: int, i: int) -> np.ndarray:
         return self._order(epoch)[i * self.batch_size:(i + 1) * self.batch_size]
@@ -164,18 +177,21 @@ NOUNS = {"lang": "language pairs", "source": "sources", "cluster": "clusters"}
 
 
 def batch_groups(keys: str, data: TokenizedPairs, vectors: np.ndarray | None = None, n_clusters: int = 0,
-                 seed: int = 0) -> tuple[np.ndarray | None, str]:
-    """One group per pair for :class:`PairBatcher` from ``keys`` ("none", or "+"-joined ``lang``, ``source``,
-    ``cluster``; batches sort by them in the order given) and a line saying what they are.
+                 seed: int = 0) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+    """For :class:`PairBatcher`, from ``keys`` ("none", or "+"-joined ``lang``, ``source`` and, last, ``cluster``):
+    one group per pair (its language pair and/or source, sorted in the order given), one cluster label per pair
+    (or None), and a line saying what they are.
 
     ``cluster`` is a k-means cluster (scikit-learn's MiniBatchKMeans, seeded) of ``vectors`` (one per pair, e.g.
     the teacher's vector of its English side), cosine geometry: pairs about the same thing share a batch, so each
     is told apart from its neighbours, not from random text (mined hard negatives, by batch composition).
     """
     if keys == "none":
-        return None, "batches: mixed"
+        return None, None, "batches: mixed"
     parts = keys.split("+")
-    codes, said = [], []
+    if "cluster" in parts[:-1]:
+        raise InputError(f"batch_group {keys!r}: cluster comes last (e.g. 'lang+cluster')")
+    codes, said, labels = [], [], None
     for key in parts:
         if key == "lang":
             values = np.asarray(data.pair_lang)
@@ -185,15 +201,20 @@ def batch_groups(keys: str, data: TokenizedPairs, vectors: np.ndarray | None = N
             if vectors is None:
                 raise InputError("batch_group=cluster clusters the teacher's vectors of the pairs: it needs a "
                                  "teacher (teacher=use with weights.kd or weights.mono > 0)")
-            values = kmeans_labels(vectors, n_clusters, seed)
+            labels = kmeans_labels(vectors, n_clusters, seed)
+            said.append(f"{n_clusters} {NOUNS[key]}")
+            continue
         else:
             raise InputError(f"unknown batch group {key!r} in {keys!r} (use none, or {', '.join(GROUP_KEYS)} "
                              "joined by '+')")
         names, code = np.unique(values, return_inverse=True)
         codes.append(code)
         said.append(f"{len(names)} {NOUNS[key]}")
-    group = np.ravel_multi_index(tuple(codes), tuple(int(c.max()) + 1 for c in codes)) if codes else None
-    return np.unique(group, return_inverse=True)[1], f"batches grouped by {keys}: {' x '.join(said)}"
+    group = None
+    if codes:
+        group = np.unique(np.ravel_multi_index(tuple(codes), tuple(int(c.max()) + 1 for c in codes)),
+                          return_inverse=True)[1]
+    return group, labels, f"batches grouped by {keys}: {' x '.join(said)}"
 
 
 def kmeans_labels(vectors: np.ndarray, n_clusters: int, seed: int = 0) -> np.ndarray:

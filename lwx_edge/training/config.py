@@ -55,6 +55,7 @@ class TrainConfig:
     bucket: int = 50                                      # sort runs of this many batches by length (0 = off)
     batch_group: str = "none"                             # none | lang, source, cluster joined by "+": harder negatives
     batch_clusters: int = 0                               # k-means clusters of batch_group=cluster (0: bucket's)
+    cluster_run: int = 0                                  # a cluster's pairs share batches in runs of this many (0: whole)
     pad_to: int = 0                                       # pad batches to a multiple of this (0: the longest): compile
     lr: float = 1e-3
     weight_decay: float = 1e-5
@@ -200,9 +201,13 @@ def _batch_group_problems(cfg: "TrainConfig") -> list[str]:
                        f"{', '.join(map(repr, GROUP_KEYS))} joined by '+', e.g. 'lang+cluster')")
         if not cfg.bucket:
             bad.append("batch_group needs bucket > 0 (batches are grouped inside each bucket)")
+        if "cluster" in parts[:-1]:
+            bad.append(f"batch_group {cfg.batch_group!r}: cluster comes last (e.g. 'lang+cluster')")
         if "cluster" in parts and (cfg.teacher == "none" or not (cfg.weights.kd or cfg.weights.mono)):
             bad.append("batch_group=cluster clusters the teacher's vectors of the pairs: it needs a teacher "
                        "(teacher=use with weights.kd or weights.mono > 0)")
+    if cfg.cluster_run < 0:
+        bad.append(f"cluster_run must be >= 0, got {cfg.cluster_run}")
     if cfg.batch_clusters < 0 or cfg.batch_clusters == 1:
         bad.append(f"batch_clusters must be 0 (as many as bucket) or >= 2, got {cfg.batch_clusters}")
     return bad

@@ -142,10 +142,10 @@ class Trainer:
         teacher_dim = None
         if use_teacher:
             teacher_vecs, mono_vecs, teacher_dim = self._teacher_vectors(data.src_text, mono_texts)
-        groups = self._batch_groups(data, teacher_vecs)
+        groups, clusters = self._batch_groups(data, teacher_vecs)
         cap = min(cfg.train_max_len, cfg.model.max_len)  # fixed lengths (pad_to) never past the position table
         self.batcher = PairBatcher(data, cfg.batch_size, maskable, cfg.seed, teacher_vecs, cfg.bucket, groups,
-                                   cfg.pad_to, cap)
+                                   cfg.pad_to, cap, clusters, cfg.cluster_run)
         self.dev_batcher = (PairBatcher(dev, min(cfg.batch_size, len(dev)), maskable, cfg.seed + 1)
                             if len(dev) >= 2 else None)
         self.mono = None
@@ -154,20 +154,21 @@ class Trainer:
             self.mono = MonoBatcher(ids, mono_vecs, cfg.mono_batch_size, cfg.seed, cfg.bucket, cfg.pad_to, cap)
         return teacher_dim
 
-    def _batch_groups(self, data, teacher_vecs) -> np.ndarray | None:
-        """``batch_group``'s group of each pair; under DDP every rank takes rank 0's k-means labels (seeded, but
-        threaded float sums need not agree bit for bit)."""
+    def _batch_groups(self, data, teacher_vecs) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``batch_group``'s group and cluster of each pair; under DDP every rank takes rank 0's k-means labels
+        (seeded, but threaded float sums need not agree bit for bit)."""
         from ..data.batches import batch_groups
 
         cfg = self.cfg
-        groups, said = batch_groups(cfg.batch_group, data, teacher_vecs, cfg.batch_clusters or cfg.bucket, cfg.seed)
-        if self.world > 1 and "cluster" in cfg.batch_group:
-            box = [groups]
+        groups, clusters, said = batch_groups(cfg.batch_group, data, teacher_vecs, cfg.batch_clusters or cfg.bucket,
+                                              cfg.seed)
+        if self.world > 1 and clusters is not None:
+            box = [clusters]
             dist.broadcast_object_list(box, src=0)
-            groups = box[0]
+            clusters = box[0]
         if cfg.batch_group != "none":
-            self.log(said)
-        return groups
+            self.log(said + (f", in runs of {cfg.cluster_run}" if clusters is not None and cfg.cluster_run else ""))
+        return groups, clusters
 
     def _build_model(self, teacher_dim: int | None, start, data, use_teacher: bool, resuming: bool) -> None:
         """The model (unless resuming: from ``init_from``'s weights, or its token table from the teacher), its

@@ -137,12 +137,13 @@ def test_kmeans_labels_find_the_planted_clusters_and_are_seeded():
 def test_cluster_batches_hold_neighbours_and_still_cover_the_epoch():
     """batch_group=cluster: a batch's pairs are each other's neighbours (mined hard negatives); with lang and
     source, one language pair and one source a batch as well."""
-    d, vecs, _ = planted()
+    d, vecs, truth = planted()
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-    groups, said = batch_groups("lang+source+cluster", d, vecs, 6, seed=0)
+    groups, clusters, said = batch_groups("lang+source+cluster", d, vecs, 6, seed=0)
     assert said == "batches grouped by lang+source+cluster: 2 language pairs x 2 sources x 6 clusters"
+    assert len(np.unique(groups)) == 4 and len(np.unique(clusters)) == 6
     mixed = PairBatcher(d, 16, MASKABLE, seed=1, bucket=30)
-    grouped = PairBatcher(d, 16, MASKABLE, seed=1, bucket=30, groups=groups)
+    grouped = PairBatcher(d, 16, MASKABLE, seed=1, bucket=30, groups=groups, neighbours=clusters)
 
     def in_batch_cos(b):
         return np.mean([(unit[i] @ unit[i].T).mean() for i in (b.indices(0, k) for k in range(b.steps_per_epoch))])
@@ -153,12 +154,36 @@ def test_cluster_batches_hold_neighbours_and_still_cover_the_epoch():
     assert one(d.pair_lang) > 0.6 and one(d.source) > 0.6
     seen = np.concatenate([grouped.indices(0, k) for k in range(grouped.steps_per_epoch)])
     assert len(set(seen.tolist())) == grouped.steps_per_epoch * 16
-    assert batch_groups("none", d) == (None, "batches: mixed")
+    assert batch_groups("none", d) == (None, None, "batches: mixed")
+
+
+def test_cluster_runs_keep_neighbours_together_with_less_padding():
+    """cluster_run=4: runs of 4 pairs of one cluster (similar lengths) are sorted by group and length before the
+    batches are cut: much less padding than whole clusters, and every pair still has 3 neighbours in its batch."""
+    d, vecs, truth = planted(960, centres=40, seed=2)
+    groups, clusters, _ = batch_groups("lang+cluster", d, vecs, 40, seed=0)
+    whole = PairBatcher(d, 16, MASKABLE, seed=1, bucket=60, groups=groups, neighbours=clusters)
+    runs = PairBatcher(d, 16, MASKABLE, seed=1, bucket=60, groups=groups, neighbours=clusters, cluster_run=4)
+
+    def padding(b):
+        return np.mean([b.lengths[i].max() / b.lengths[i].mean() for i in (b.indices(0, k) for k in range(60))])
+
+    def mates(b):  # pairs of the same planted cluster in a pair's batch, on average
+        return np.mean([(truth[i][:, None] == truth[i][None]).sum(1).mean() - 1
+                        for i in (b.indices(0, k) for k in range(60))])
+
+    assert padding(runs) < 0.8 * padding(whole)
+    # 3 where a cluster fills its runs (2.8 here: runs straddle where it does not); by language alone 0.5
+    assert mates(runs) > 2.5 and mates(PairBatcher(d, 16, MASKABLE, seed=1, bucket=60, groups=groups)) < 1.0
+    seen = np.concatenate([runs.indices(0, k) for k in range(60)])
+    assert sorted(seen.tolist()) == list(range(960))
+    assert [len(set(groups[runs.indices(0, k)])) for k in range(60)].count(1) > 50  # one language pair a batch
 
 
 @pytest.mark.parametrize("keys, vectors, message", [
     ("cluster", None, "batch_group=cluster clusters the teacher's vectors of the pairs: it needs a teacher"),
     ("lang+topic", None, r"unknown batch group 'topic' in 'lang\+topic'"),
+    ("cluster+lang", np.zeros((40, 4)), r"batch_group 'cluster\+lang': cluster comes last"),
 ])
 def test_batch_groups_refuse_what_they_cannot_build(keys, vectors, message):
     d, _, _ = planted(40)

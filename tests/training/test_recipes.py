@@ -263,3 +263,16 @@ def test_the_phrasebook_overlay_adds_the_phrasebook_and_changes_nothing_else():
     with_pb = TrainConfig.from_files([*base, REPO / "recipes" / "conversation" / "phrasebook.json"]).to_dict()
     assert {k for k in conv if conv[k] != with_pb[k]} == {"corpus", "out_dir"}
     assert with_pb["corpus"] == conv["corpus"] + ["data/corpus/phrasebook"]
+
+
+def test_the_cluster_overlay_changes_the_batches_only():
+    """recipes/conversation/cluster.json: one language pair and one k-means cluster of the teacher's English
+    vectors a batch (mined hard negatives), over any conversation recipe; it validates (the recipes keep a teacher)."""
+    base = [DEFAULT, REPO / "recipes" / "gpu-conversation.json", REPO / "recipes" / "conversation" / "lang-align6.json",
+            REPO / "recipes" / "conversation" / "phrasebook.json"]
+    conv = TrainConfig.from_files(base)
+    clustered = TrainConfig.from_files([*base, REPO / "recipes" / "conversation" / "cluster.json"])
+    clustered.validate()
+    changed = {k: v for k, v in clustered.to_dict().items() if v != conv.to_dict()[k]}
+    assert changed == {"batch_group": "lang+cluster", "out_dir": "runs/conv-cluster"}
+

@@ -216,6 +216,9 @@ def test_batches_of_one_source_and_of_teacher_neighbours(tiny_corpus, tmp_path, 
     mixed = Trainer(tiny_config(tiny_corpus, tmp_path / "mixed", **kw))
     grouped = Trainer(tiny_config(tiny_corpus, tmp_path / "run", batch_group="lang+source+cluster",
                                   batch_clusters=8, bucket=20, **kw))
+    runs = Trainer(tiny_config(tiny_corpus, tmp_path / "runs", batch_group="lang+cluster", cluster_run=4, **kw))
+    assert "batches grouped by lang+cluster: 2 language pairs x 50 clusters, in runs of 4" in caplog.text
+    assert runs.batcher.cluster_run == 4 and runs.batcher.neighbours is not None
     assert "batches grouped by lang+source+cluster: 2 language pairs x 2 sources x 8 clusters" in caplog.text
     data = grouped.batcher.data
     assert sorted(set(data.source)) == sorted(map(str, (tiny_corpus["train_de"], tiny_corpus["train_fr"])))
