@@ -176,11 +176,29 @@ GROUP_KEYS = ("lang", "source", "cluster")
 NOUNS = {"lang": "language pairs", "source": "sources", "cluster": "clusters"}
 
 
+NEEDS_TEACHER = ("batch_group=cluster clusters the teacher's vectors of the pairs: it needs a teacher (teacher=use "
+                 "with weights.kd or weights.mono > 0)")
+
+
+def group_key_problems(keys: str) -> list[str]:
+    """What is wrong with a ``batch_group`` value ("none", or keys of :data:`GROUP_KEYS` joined by '+', cluster
+    last)."""
+    if keys == "none":
+        return []
+    parts = keys.split("+")
+    if set(parts) - set(GROUP_KEYS) or len(set(parts)) < len(parts):
+        return [f"unknown batch_group {keys!r} (use 'none', or any of {', '.join(map(repr, GROUP_KEYS))} joined by "
+                "'+', e.g. 'lang+cluster')"]
+    if "cluster" in parts[:-1]:
+        return [f"batch_group {keys!r}: cluster comes last (e.g. 'lang+cluster')"]
+    return []
+
+
 def batch_groups(keys: str, data: TokenizedPairs, vectors: np.ndarray | None = None, n_clusters: int = 0,
-                 seed: int = 0) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+                 seed: int = 0, cluster_run: int = 0) -> tuple[np.ndarray | None, np.ndarray | None, str]:
     """For :class:`PairBatcher`, from ``keys`` ("none", or "+"-joined ``lang``, ``source`` and, last, ``cluster``):
     one group per pair (its language pair and/or source, sorted in the order given), one cluster label per pair
-    (or None), and a line saying what they are.
+    (or None), and a line saying what they are (and the ``cluster_run`` the batcher will cut clusters into).
 
     ``cluster`` is a k-means cluster (scikit-learn's MiniBatchKMeans, seeded) of ``vectors`` (one per pair, e.g.
     the teacher's vector of its English side), cosine geometry: pairs about the same thing share a batch, so each
@@ -188,25 +206,21 @@ def batch_groups(keys: str, data: TokenizedPairs, vectors: np.ndarray | None = N
     """
     if keys == "none":
         return None, None, "batches: mixed"
-    parts = keys.split("+")
-    if "cluster" in parts[:-1]:
-        raise InputError(f"batch_group {keys!r}: cluster comes last (e.g. 'lang+cluster')")
+    problems = group_key_problems(keys)
+    if problems:
+        raise InputError("; ".join(problems))
     codes, said, labels = [], [], None
-    for key in parts:
+    for key in keys.split("+"):
         if key == "lang":
             values = np.asarray(data.pair_lang)
         elif key == "source":
             values = np.asarray(data.source)
-        elif key == "cluster":
+        else:
             if vectors is None:
-                raise InputError("batch_group=cluster clusters the teacher's vectors of the pairs: it needs a "
-                                 "teacher (teacher=use with weights.kd or weights.mono > 0)")
+                raise InputError(NEEDS_TEACHER)
             labels = kmeans_labels(vectors, n_clusters, seed)
             said.append(f"{n_clusters} {NOUNS[key]}")
             continue
-        else:
-            raise InputError(f"unknown batch group {key!r} in {keys!r} (use none, or {', '.join(GROUP_KEYS)} "
-                             "joined by '+')")
         names, code = np.unique(values, return_inverse=True)
         codes.append(code)
         said.append(f"{len(names)} {NOUNS[key]}")
@@ -214,7 +228,8 @@ def batch_groups(keys: str, data: TokenizedPairs, vectors: np.ndarray | None = N
     if codes:
         group = np.unique(np.ravel_multi_index(tuple(codes), tuple(int(c.max()) + 1 for c in codes)),
                           return_inverse=True)[1]
-    return group, labels, f"batches grouped by {keys}: {' x '.join(said)}"
+    runs = f", in runs of {cluster_run}" if labels is not None and cluster_run else ""
+    return group, labels, f"batches grouped by {keys}: {' x '.join(said)}{runs}"
 
 
 def kmeans_labels(vectors: np.ndarray, n_clusters: int, seed: int = 0) -> np.ndarray:

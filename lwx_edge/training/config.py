@@ -190,22 +190,14 @@ def table_form(rank: int) -> str:
 
 
 def _batch_group_problems(cfg: "TrainConfig") -> list[str]:
-    """What is wrong with ``batch_group`` and ``batch_clusters``."""
-    from ..data.batches import GROUP_KEYS
+    """What is wrong with ``batch_group``, ``batch_clusters`` and ``cluster_run``."""
+    from ..data.batches import NEEDS_TEACHER, group_key_problems
 
-    bad = []
-    if cfg.batch_group != "none":
-        parts = cfg.batch_group.split("+")
-        if set(parts) - set(GROUP_KEYS) or len(set(parts)) < len(parts):
-            bad.append(f"unknown batch_group {cfg.batch_group!r} (use 'none', or any of "
-                       f"{', '.join(map(repr, GROUP_KEYS))} joined by '+', e.g. 'lang+cluster')")
-        if not cfg.bucket:
-            bad.append("batch_group needs bucket > 0 (batches are grouped inside each bucket)")
-        if "cluster" in parts[:-1]:
-            bad.append(f"batch_group {cfg.batch_group!r}: cluster comes last (e.g. 'lang+cluster')")
-        if "cluster" in parts and (cfg.teacher == "none" or not (cfg.weights.kd or cfg.weights.mono)):
-            bad.append("batch_group=cluster clusters the teacher's vectors of the pairs: it needs a teacher "
-                       "(teacher=use with weights.kd or weights.mono > 0)")
+    bad = group_key_problems(cfg.batch_group)
+    if cfg.batch_group != "none" and not cfg.bucket:
+        bad.append("batch_group needs bucket > 0 (batches are grouped inside each bucket)")
+    if "cluster" in cfg.batch_group.split("+") and (cfg.teacher == "none" or not (cfg.weights.kd or cfg.weights.mono)):
+        bad.append(NEEDS_TEACHER)
     if cfg.cluster_run < 0:
         bad.append(f"cluster_run must be >= 0, got {cfg.cluster_run}")
     if cfg.batch_clusters < 0 or cfg.batch_clusters == 1:

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from ..atomic import recover_dir, write_json_atomic
 from ..collapse import MAX_UNRELATED_COS, probe_texts, unrelated_cosine
-from ..data.batches import MonoBatcher, PairBatcher, slice_rows, stack_padded, tokenize_pairs
+from ..data.batches import MonoBatcher, PairBatcher, batch_groups, slice_rows, stack_padded, tokenize_pairs
 from ..errors import LwxError
 from ..tokenizer import Tokenizer, train_tokenizer
 from .checkpoint import load_checkpoint, save_bundle, save_checkpoint
@@ -40,30 +40,13 @@ from .guard import DivergenceGuard
 from .inputs import dev_sets, read_mono, read_pairs
 from .model import DualEncoderModel
 from .objective import compute_losses, total_loss
+from .processes import dist_info, from_rank0, run_device, to_device
 from .run_log import RunLog
 from .start import check_architecture, load_start, transferred
 
 __all__ = ["Trainer", "train", "TrainConfig", "LossWeights", "KILL_ENV"]
 
 KILL_ENV = "LWX_EDGE_KILL_AFTER_STEP"  # test hook: SIGKILL this process after that step
-
-
-def _dist_info() -> tuple[int, int, int]:
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
-        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0))
-    return 0, 1, 0
-
-
-def _device(cfg: TrainConfig, local_rank: int) -> torch.device:
-    if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()):
-        if not torch.cuda.is_available():
-            raise LwxError("--device cuda was asked for but no CUDA device is available")
-        return torch.device("cuda", local_rank)
-    return torch.device("cpu")
-
-
-def _to_device(batch: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
-    return {k: torch.from_numpy(v).to(device, non_blocking=True) for k, v in batch.items() if k != "index"}
 
 
 class Trainer:
@@ -100,10 +83,10 @@ class Trainer:
     # -- setup pieces --
     def _join_processes(self) -> None:
         """Rank, world and device; under torchrun, the process group."""
-        self.rank, self.world, local_rank = _dist_info()
+        self.rank, self.world, local_rank = dist_info()
         if self.world > 1 and not dist.is_initialized():
             dist.init_process_group("nccl" if torch.cuda.is_available() and self.cfg.device != "cpu" else "gloo")
-        self.device = _device(self.cfg, local_rank)
+        self.device = run_device(self.cfg.device, local_rank)
         if self.cfg.threads:
             torch.set_num_threads(self.cfg.threads)
 
@@ -142,7 +125,10 @@ class Trainer:
         teacher_dim = None
         if use_teacher:
             teacher_vecs, mono_vecs, teacher_dim = self._teacher_vectors(data.src_text, mono_texts)
-        groups, clusters = self._batch_groups(data, teacher_vecs)
+        groups, clusters, said = batch_groups(cfg.batch_group, data, teacher_vecs, cfg.batch_clusters or cfg.bucket,
+                                              cfg.seed, cfg.cluster_run)
+        clusters = from_rank0(clusters, self.world)  # seeded k-means, but threaded sums may differ in the last bit
+        self.log(said)
         cap = min(cfg.train_max_len, cfg.model.max_len)  # fixed lengths (pad_to) never past the position table
         self.batcher = PairBatcher(data, cfg.batch_size, maskable, cfg.seed, teacher_vecs, cfg.bucket, groups,
                                    cfg.pad_to, cap, clusters, cfg.cluster_run)
@@ -153,22 +139,6 @@ class Trainer:
             ids = [np.asarray(x[:cfg.train_max_len], np.int32) for x in self.tokenizer.encode(mono_texts).ids]
             self.mono = MonoBatcher(ids, mono_vecs, cfg.mono_batch_size, cfg.seed, cfg.bucket, cfg.pad_to, cap)
         return teacher_dim
-
-    def _batch_groups(self, data, teacher_vecs) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """``batch_group``'s group and cluster of each pair; under DDP every rank takes rank 0's k-means labels
-        (seeded, but threaded float sums need not agree bit for bit)."""
-        from ..data.batches import batch_groups
-
-        cfg = self.cfg
-        groups, clusters, said = batch_groups(cfg.batch_group, data, teacher_vecs, cfg.batch_clusters or cfg.bucket,
-                                              cfg.seed)
-        if self.world > 1 and clusters is not None:
-            box = [clusters]
-            dist.broadcast_object_list(box, src=0)
-            clusters = box[0]
-        if cfg.batch_group != "none":
-            self.log(said + (f", in runs of {cfg.cluster_run}" if clusters is not None and cfg.cluster_run else ""))
-        return groups, clusters
 
     def _build_model(self, teacher_dim: int | None, start, data, use_teacher: bool, resuming: bool) -> None:
         """The model (unless resuming: from ``init_from``'s weights, or its token table from the teacher), its
@@ -284,7 +254,7 @@ class Trainer:
         """Whether the losses that run leave some parameter without a gradient (DDP must then look for such
         parameters every step): one forward and backward of this rank's first batch, in eval mode (no dropout
         draws), with the trainer's own :func:`compute_losses`."""
-        batch = _to_device(slice_rows(self._global_batch(0), self.rank, self.world), self.device)
+        batch = to_device(slice_rows(self._global_batch(0), self.rank, self.world), self.device)
         self.model.eval()
         out = self.model(batch["ids_a"], batch["mask_a"], batch["ids_b"], batch["mask_b"], batch.get("mono_ids"),
                          batch.get("mono_mask"))
@@ -309,7 +279,7 @@ class Trainer:
             g["lr"] = lr
         self.model.generative_head.alone = step < self.cfg.head_warmup_steps
         g_batch = self._global_batch(step)
-        batch = _to_device(slice_rows(g_batch, self.rank, self.world) if self.world > 1 else g_batch,
+        batch = to_device(slice_rows(g_batch, self.rank, self.world) if self.world > 1 else g_batch,
                            self.device)
         self.model.train()
         with self.autocast:
@@ -348,7 +318,7 @@ class Trainer:
             sums: dict[str, float] = {}
             n = max(1, min(8, self.dev_batcher.steps_per_epoch))
             for i in range(n):
-                batch = _to_device(self.dev_batcher.batch(0, i), self.device)
+                batch = to_device(self.dev_batcher.batch(0, i), self.device)
                 with self.autocast:
                     out = self.model(batch["ids_a"], batch["mask_a"], batch["ids_b"], batch["mask_b"])
                 terms = compute_losses(out, batch, self.cfg, 1)

@@ -182,7 +182,7 @@ def test_cluster_runs_keep_neighbours_together_with_less_padding():
 
 @pytest.mark.parametrize("keys, vectors, message", [
     ("cluster", None, "batch_group=cluster clusters the teacher's vectors of the pairs: it needs a teacher"),
-    ("lang+topic", None, r"unknown batch group 'topic' in 'lang\+topic'"),
+    ("lang+topic", None, r"unknown batch_group 'lang\+topic' \(use 'none', or any of 'lang', 'source', 'cluster'"),
     ("cluster+lang", np.zeros((40, 4)), r"batch_group 'cluster\+lang': cluster comes last"),
 ])
 def test_batch_groups_refuse_what_they_cannot_build(keys, vectors, message):
