@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lwx_edge.data.batches import PairBatcher, TokenizedPairs, batch_groups  # noqa: E402
+from lwx_edge.data.batches import PairBatcher, TokenizedPairs, batch_groups, group_key_problems  # noqa: E402
 
 
 class CachedTeacher:
@@ -98,13 +98,19 @@ def main(argv: list[str] | None = None) -> int:
     from lwx_edge.training.inputs import read_pairs
 
     cfg = TrainConfig.from_files(args.config)
+    try:  # every grouping checked before the corpus is read
+        specs = [parse_spec(spec, cfg.cluster_run, cfg.bucket) for spec in args.groupings]
+    except ValueError:
+        ap.error(f"a grouping is KEYS[:CLUSTER_RUN[:CLUSTERS]][@BUCKET] with whole numbers, got {args.groupings}")
+    for spec in specs:
+        if group_key_problems(spec["keys"]):
+            ap.error("; ".join(group_key_problems(spec["keys"])))
     tokenizer = cfg.tokenizer or str(Path(cfg.init_from or "lwx_edge/default_model") / "tokenizer.model")
     data = tokenize_pairs(read_pairs(cfg.corpus, print), Tokenizer(tokenizer), cfg.train_max_len)
     vectors = TeacherCache(cfg.teacher_cache, CachedTeacher()).vectors(data.src_text, progress=False).astype(np.float32)
     rows = []
-    for spec in args.groupings:
-        row = batch_stats(data, vectors, cfg.batch_size, **parse_spec(spec, cfg.cluster_run, cfg.bucket),
-                          seed=cfg.seed)
+    for spec, parsed in zip(args.groupings, specs):
+        row = batch_stats(data, vectors, cfg.batch_size, **parsed, seed=cfg.seed)
         rows.append(row)
         print(f"{spec:>28}: padding {row['padding']:.2f}, hardest in-batch negative {row['hardest']:.3f} "
               f"({row['grouping']}; grouping {row['grouping_s']} s)")

@@ -48,3 +48,10 @@ def test_the_same_english_in_another_language_is_not_a_negative():
     data = TokenizedPairs([np.full(3, 4)] * 8, [np.full(3, 5)] * 8, ["a"] * 4 + list("bcde"), [""] * 8,
                           ["en-fr", "en-de", "en-es", "en-it"] * 2)
     assert bs.batch_stats(data, vecs, 8, "none", 1, 2, 0)["hardest"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("spec, message", [("lang:x", "with whole numbers"), ("topic", "unknown batch_group 'topic'")])
+def test_a_bad_grouping_is_refused_before_the_corpus_is_read(spec, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        bs.main(["--config", "recipes/default.json", spec])
+    assert e.value.code == 2 and message in capsys.readouterr().err
