@@ -1,6 +1,7 @@
 """The phrasebook: French elision, frame expansion, the shipped source files' grammar, the check against
 evaluation sentences, and clear errors for malformed source rows."""
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -82,6 +83,20 @@ def test_the_shipped_phrasebook_parses_and_holds_every_language(tmp_path):
     assert min(summary["pairs"].values()) >= 3500 and summary["dropped"]["in_eval"] == 0
     fr = (tmp_path / "out" / "train.en-fr.tsv").read_text(encoding="utf-8")
     assert " de a" not in fr and " je a" not in fr.lower()          # elision applied to the frames
+
+
+def test_the_shipped_phrases_keep_each_languages_punctuation_and_no_row_twice():
+    rows = pb.read_rows(pb.SOURCE_DIR / "phrases.tsv")
+    assert len(rows) >= 7000
+    lines = ["\t".join(r) for r in rows]
+    assert len(set(lines)) == len(lines)                                   # a row at most once
+    bad_fr = [r[1] for r in rows if re.search(r"[^\s?!][?!:;]", r[1])]     # French: a space before ? ! : ;
+    bad_es = [r[3] for r in rows if ("?" in r[3]) != ("¿" in r[3]) or ("!" in r[3]) != ("¡" in r[3])]
+    curly = [c for r in rows for c in r if "\u2019" in c]                  # straight apostrophes throughout
+    assert not bad_fr and not bad_es and not curly, (bad_fr[:3], bad_es[:3], curly[:3])
+    questions = [r for r in rows if r[0].endswith("?")]
+    assert len(questions) > len(rows) / 5                                  # columns in order: a question stays one
+    assert all(sum(r[k].endswith("?") for r in questions) >= 0.99 * len(questions) for k in range(1, 5))
 
 
 def test_building_with_nothing_to_hold_out_warns(tmp_path, caplog):
