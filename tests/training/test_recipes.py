@@ -265,6 +265,19 @@ def test_the_phrasebook_overlay_adds_the_phrasebook_and_changes_nothing_else():
     assert with_pb["corpus"] == conv["corpus"] + ["data/corpus/phrasebook"]
 
 
+def test_the_relational_overlay_adds_the_relational_term_and_changes_nothing_else():
+    """recipes/conversation/rel.json adds relational distillation (the teacher's in-batch cosines, weight 100) to any
+    conversation recipe and keeps every other weight; it validates (the term reads the teacher's vectors)."""
+    base = [DEFAULT, REPO / "recipes" / "gpu-conversation.json", REPO / "recipes" / "conversation" / "lang-align6.json",
+            REPO / "recipes" / "conversation" / "phrasebook.json"]
+    conv = TrainConfig.from_files(base).to_dict()
+    rel = TrainConfig.from_files([*base, REPO / "recipes" / "conversation" / "rel.json"])
+    rel.validate()
+    changed = {k: v for k, v in rel.to_dict().items() if v != conv[k]}
+    assert changed == {"weights": {**conv["weights"], "rel": 100.0}, "out_dir": "runs/conv-rel"}
+    assert conv["weights"]["rel"] == 0.0 and conv["weights"]["kd"] > 0
+
+
 def test_the_cluster_overlay_changes_the_batches_only():
     """recipes/conversation/cluster.json: one language pair and one k-means cluster of the teacher's English
     vectors a batch (mined hard negatives), over any conversation recipe; it validates (the recipes keep a teacher)."""

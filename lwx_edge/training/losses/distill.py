@@ -74,7 +74,7 @@ def distillation_loss(pred_a: torch.Tensor, pred_b: torch.Tensor, teacher: torch
 
 
 def relational_loss(u: torch.Tensor, v: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-    """Relational KD [O] (not in docs/METHOD.md); needs no dimension match between student and teacher:
+    """Relational KD [O] (docs/METHOD.md §3.6); needs no dimension match between student and teacher:
 
         C_t = cos(t_i, t_j),  C_uu = cos(u_i, u_j),  C_vv = cos(v_i, v_j),  C_uv = cos(u_i, v_j)
         L_rel = (1/n²) Σ_ij (C_uu − C_t)² + (1/n²) Σ_ij (C_vv − C_t)² + (1/n²) Σ_ij (C_uv − C_t)²
