@@ -29,6 +29,7 @@ class LossWeights:
 
 CHOICES = {"teacher": ("use", "none"), "token_init": ("teacher", "random"), "kd_space": ("projection", "output"),
            "schedule": ("paper", "linear"), "sim_form": ("paper", "cosine"),
+           "rel_form": ("mse", "softmax"),
            "precision": ("auto", "bf16", "fp32")}
 
 
@@ -71,6 +72,8 @@ class TrainConfig:
     gen_mode: str = "ugt"                                 # ugt | xtr | smlm
     sim_form: str = "cosine"                              # cosine: scale-free (docs/METHOD.md §3.4) | paper: Eq. 6
     sim_temperature: float = 0.05                         # the cosine form's softmax temperature
+    rel_form: str = "mse"                                 # relational KD: mse of all cosines | softmax: rows' rankings
+    rel_temperature: float = 0.05                         # the softmax form's temperature
     weights: LossWeights = field(default_factory=LossWeights)
     teacher: str = "use"                                  # use | none
     teacher_cache: str = "data/teacher-cache"
@@ -162,8 +165,9 @@ class TrainConfig:
             bad.append(f"lr must be a positive number, got {self.lr}")
         if not (math.isfinite(self.guard_lr_factor) and 0 < self.guard_lr_factor < 1):
             bad.append(f"guard_lr_factor must lie in (0, 1), got {self.guard_lr_factor}")
-        if not (math.isfinite(self.sim_temperature) and self.sim_temperature > 0):
-            bad.append(f"sim_temperature must be a positive number, got {self.sim_temperature}")
+        for key in ("sim_temperature", "rel_temperature"):
+            if not (math.isfinite(getattr(self, key)) and getattr(self, key) > 0):
+                bad.append(f"{key} must be a positive number, got {getattr(self, key)}")
         if self.max_time is not None and not (math.isfinite(self.max_time) and self.max_time > 0):
             bad.append(f"max_time must be a positive number of seconds, got {self.max_time}")
         for key in ("weight_decay", "decay_factor", "grad_clip"):

@@ -361,6 +361,34 @@ def test_relational_loss_by_hand():
     assert relational_loss(teacher[:, :2], teacher[:, :2] * 3, teacher).item() == pytest.approx(0.0, abs=1e-7)
 
 
+
+def test_relational_softmax_form_by_hand():
+    # n = 3, the diagonal dropped: each row is a softmax over the other two sentences
+    u = t([[1, 0], [0, 1], [1, 1]])
+    v = t([[1, 0], [0, 1], [-1, 1]])
+    teacher = t([[1, 0, 0], [1, 1, 0], [0, 1, 0]])
+    tau = 0.5
+
+    def rows(c):
+        c = torch.as_tensor(c, dtype=torch.float64)
+        return [torch.softmax(torch.stack([c[i, j] for j in range(3) if j != i]) / tau, 0) for i in range(3)]
+
+    cos = lambda a, b: torch.nn.functional.normalize(a.double(), dim=1) @ torch.nn.functional.normalize(b.double(), dim=1).t()
+    p = rows(cos(teacher, teacher))
+    want = 0.0
+    for c in (cos(u, u), cos(v, v), cos(u, v), cos(v, u)):
+        want += sum(float((pi * (pi.log() - qi.log())).sum()) for pi, qi in zip(p, rows(c))) / 3
+    got = relational_loss(u, v, teacher, form="softmax", temperature=tau)
+    assert got.item() == pytest.approx(want, rel=1e-5)
+    # only each row's ranking counts: the pair's own cosine (the diagonal) does not enter
+    assert relational_loss(teacher, teacher, teacher, form="softmax").item() == pytest.approx(0.0, abs=1e-6)
+    far = relational_loss(u, v, teacher, form="softmax", temperature=0.05)
+    assert far.item() > got.item()  # a sharper τ weighs the nearest neighbour's order more
+    with pytest.raises(InputError, match="relational form must be 'mse' or 'softmax', got 'l1'"):
+        relational_loss(u, v, teacher, form="l1")
+    with pytest.raises(InputError, match="at least 3, got 2"):
+        relational_loss(u[:2], v[:2], teacher[:2], form="softmax")
+
 # ---- shapes and gradients ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fn", [alignment_loss, similarity_loss, distance_constraint_loss, ranking_loss,
@@ -405,6 +433,7 @@ def test_all_losses_backpropagate_finite_gradients():
         "kd": lambda a, b: distillation_loss(proj(a), proj(b), teacher),
         "mono": lambda a, b: mono_distillation_loss(proj(a), teacher) + mono_distillation_loss(proj(b), teacher),
         "rel": lambda a, b: relational_loss(a, b, teacher),
+        "rel-softmax": lambda a, b: relational_loss(a, b, teacher, form="softmax"),
     }
     for name, f in cases.items():
         for a, b in ((u, v), (u2, v2)):

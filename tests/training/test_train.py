@@ -370,6 +370,8 @@ def test_whole_documents_can_join_the_dev_selection(tiny_corpus, tmp_path):
      "batch_group needs bucket > 0"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "schedule=cosine"], "unknown schedule 'cosine'"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "precision=fp16"], "unknown precision 'fp16'"),
+    (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "rel_form=l1"], "unknown rel_form 'l1'"),
+    (["--corpus", "x.tsv", "--set", "rel_temperature=0"], "rel_temperature must be a positive number, got 0"),
     (["--corpus", "x.tsv", "--set", "bogus=1"], "unknown config key 'bogus'"),
     (["--corpus", "x.tsv", "--set", "model.d_model=abc"], "config key 'model.d_model' expects int, got 'abc'"),
     (["--corpus", "x.tsv", "--set", "batch_size=0"], "batch_size must be >= 1, got 0"),

@@ -73,22 +73,42 @@ def distillation_loss(pred_a: torch.Tensor, pred_b: torch.Tensor, teacher: torch
         return (pred_a.float() - target).pow(2).mean() + (pred_b.float() - target).pow(2).mean()
 
 
-def relational_loss(u: torch.Tensor, v: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+def relational_loss(u: torch.Tensor, v: torch.Tensor, teacher: torch.Tensor, form: str = "mse",
+                    temperature: float = 0.05) -> torch.Tensor:
     """Relational KD [O] (docs/METHOD.md §3.6); needs no dimension match between student and teacher:
 
         C_t = cos(t_i, t_j),  C_uu = cos(u_i, u_j),  C_vv = cos(v_i, v_j),  C_uv = cos(u_i, v_j)
-        L_rel = (1/n²) Σ_ij (C_uu − C_t)² + (1/n²) Σ_ij (C_vv − C_t)² + (1/n²) Σ_ij (C_uv − C_t)²
+        mse:      L_rel = (1/n²) Σ_ij (C_uu − C_t)² + (1/n²) Σ_ij (C_vv − C_t)² + (1/n²) Σ_ij (C_uv − C_t)²
+        softmax:  L_rel = Σ_{C ∈ uu, vv, uv, vu} (1/n) Σ_i KL(softmax_{j≠i}(C_t,ij/τ) ‖ softmax_{j≠i}(C_ij/τ))
 
-    The cross block's diagonal asks cos(u_i, v_i) = 1. Zero vectors get cosine 0 (normalised with ε=1e-12).
+    ``mse`` matches every pair's cosine (the cross block's diagonal asks cos(u_i, v_i) = 1); ``softmax`` matches
+    only each row's ranking of the other sentences, weighted toward its nearest ones (the diagonal, the pair
+    itself, is left to the alignment term). Zero vectors get cosine 0 (normalised with ε=1e-12).
 
     Args:
         u, v: student sentence vectors [n, d]. teacher: teacher vectors of the source sentences [n, d_T].
+        form: ``mse`` or ``softmax``. temperature: the softmax form's τ.
     """
     check_pair(u, v)
     _check_teacher(teacher, u.shape[0], "u", u.shape, same_dim=False)
+    if form not in ("mse", "softmax"):
+        raise InputError(f"relational form must be 'mse' or 'softmax', got {form!r}")
     with fp32(u):
         nu, nv = F.normalize(u.float(), dim=1), F.normalize(v.float(), dim=1)
         nt = F.normalize(teacher.float(), dim=1).to(nu.device)
         c_t = nt @ nt.t()
-        return ((nu @ nu.t() - c_t).pow(2).mean() + (nv @ nv.t() - c_t).pow(2).mean()
-                + (nu @ nv.t() - c_t).pow(2).mean())
+        if form == "mse":
+            return ((nu @ nu.t() - c_t).pow(2).mean() + (nv @ nv.t() - c_t).pow(2).mean()
+                    + (nu @ nv.t() - c_t).pow(2).mean())
+        if u.shape[0] < 3:
+            raise InputError(f"the softmax relational form needs a batch of at least 3, got {u.shape[0]}")
+        off = ~torch.eye(u.shape[0], dtype=torch.bool, device=nu.device)
+        rows = u.shape[0]
+
+        def log_rows(c: torch.Tensor) -> torch.Tensor:  # log-softmax over j ≠ i, the diagonal dropped
+            return F.log_softmax(c[off].view(rows, rows - 1) / temperature, dim=1)
+
+        target = log_rows(c_t)
+        cross = nu @ nv.t()
+        return torch.stack([F.kl_div(log_rows(c), target, log_target=True, reduction="batchmean")
+                            for c in (nu @ nu.t(), nv @ nv.t(), cross, cross.t())]).sum()

@@ -43,7 +43,8 @@ LOSSES: tuple[Loss, ...] = (
          options=lambda cfg: {"form": cfg.sim_form, "temperature": cfg.sim_temperature}),
     Loss("distance", distance_constraint_loss, ("u", "v"), batch_level=True),
     Loss("ranking", ranking_loss, ("u", "v"), batch_level=True),
-    Loss("rel", relational_loss, ("u", "v", "teacher"), batch_level=True),
+    Loss("rel", relational_loss, ("u", "v", "teacher"), batch_level=True,
+         options=lambda cfg: {"form": cfg.rel_form, "temperature": cfg.rel_temperature}),
     Loss("kd", distillation_loss, ("kd_a", "kd_b", "teacher")),
     Loss("mono", mono_distillation_loss, ("kd_mono", "mono_teacher")),
 )
