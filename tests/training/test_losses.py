@@ -361,7 +361,6 @@ def test_relational_loss_by_hand():
     assert relational_loss(teacher[:, :2], teacher[:, :2] * 3, teacher).item() == pytest.approx(0.0, abs=1e-7)
 
 
-
 def test_relational_softmax_form_by_hand():
     # n = 3, the diagonal dropped: each row is a softmax over the other two sentences
     u = t([[1, 0], [0, 1], [1, 1]])
@@ -388,6 +387,7 @@ def test_relational_softmax_form_by_hand():
         relational_loss(u, v, teacher, form="l1")
     with pytest.raises(InputError, match="at least 3, got 2"):
         relational_loss(u[:2], v[:2], teacher[:2], form="softmax")
+
 
 # ---- shapes and gradients ------------------------------------------------------------------------
 
