@@ -153,13 +153,18 @@ def _training(training: dict, cfg: dict) -> list[str]:
     return out + [""]
 
 
+def _duration(seconds: float) -> str:
+    """Training time as people say it: minutes under an hour, hours to one decimal above."""
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{max(1, round(seconds / 60))} min"
+
+
 def _stage(training: dict, cfg: dict, numbered: int, first: bool) -> list[str]:
     """One run of a chain: steps, batch, device, losses and vocabulary, and a vocabulary move after it."""
     weights = {k: v for k, v in cfg.get("weights", {}).items() if v}
     corpora = ", ".join(f"`{Path(d).name}`" for d in cfg.get("corpus", []))
     line = (f"{numbered}. " if numbered else "") + (
         f"{_n(training.get('step'))} steps at batch {cfg.get('batch_size', '?')} "
-        f"({training.get('elapsed_s', 0) / 3600:.1f} h on {training.get('device', '?')}), "
+        f"({_duration(training.get('elapsed_s', 0))} on {training.get('device', '?')}), "
         + (f"on {corpora}, " if numbered else "")
         + f"loss weights {json.dumps(weights)}, distillation on the "
         f"{'exported vector itself' if cfg.get('kd_space') == 'output' else 'training-only projection'}, "

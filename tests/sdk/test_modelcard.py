@@ -8,7 +8,7 @@ import sys
 
 from lwx_edge.bundle import write_manifest
 from lwx_edge.encoder import DEFAULT_MODEL
-from lwx_edge.modelcard import _stages, model_card
+from lwx_edge.modelcard import _duration, _stages, model_card
 
 
 def test_the_default_models_card_quotes_its_shipped_evaluation():
@@ -35,6 +35,14 @@ def test_the_default_models_card_quotes_its_shipped_evaluation():
         assert f"In {len(stages)} stages" in card
         at = [card.index(f"{i + 1}. {st['step']:,} steps") for i, st in enumerate(stages)]
         assert at == sorted(at)
+
+
+def test_a_stages_training_time_reads_in_minutes_under_an_hour():
+    """A GPU stage of 67 s said "0.0 h"; minutes under an hour, hours to one decimal above."""
+    assert [_duration(s) for s in (5, 67.4, 720, 3599, 3600, 5400)] == ["1 min", "1 min", "12 min", "60 min", "1.0 h",
+                                                                        "1.5 h"]
+    card = model_card(DEFAULT_MODEL, name="default")
+    assert "0.0 h" not in card and " min on cuda:0)" in card
 
 
 def test_strengths_and_weaknesses_follow_the_gap_to_the_teacher(tmp_path):
