@@ -61,8 +61,19 @@ def test_the_default_recipe_and_its_gpu_overlays_are_the_ones_the_shipped_model_
     then 320 s of recipes/history/gpu-words-ffn512.json from that cut model (its best checkpoint, step 7,000), then 290 s
     of recipes/history/gpu-ffn512-more.json from that model as shipped (its final bundle, step 8,390), then recipes/
     gpu-conversation.json with recipes/conversation/lang-align6.json over it from that model as shipped (its best
-    checkpoint, step 4,000), blended half and half with its start (tools/interpolate.py)."""
-    fifth = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
+    checkpoint, step 4,000), blended half and half with its start (tools/interpolate.py), then that recipe with
+    recipes/conversation/{docs,phrasebook,lr-half,rel-softmax}.json over it from that model as shipped (its best
+    checkpoint, step 1,000)."""
+    sixth = json.loads((REPO / "lwx_edge" / "default_model" / "manifest.json").read_text())["training"]
+    rel = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-conversation.json",
+                                  *(REPO / "recipes" / "conversation" / f"{name}.json"
+                                    for name in ("lang-align6", "docs", "phrasebook", "lr-half", "rel-softmax"))]).to_dict()
+    rel.update(tokenizer="runs/conv-rel-softmax/tokenizer.model")
+    rel["model"]["vocab_size"] = 128000
+    _same_run(sixth["config"], rel)
+    assert sixth["device"] == "cuda:0" and sixth["step"] == 1000 and "interpolated" not in sixth
+    assert sixth["started_from"]["bundle"] == rel["init_from"] == "lwx_edge/default_model"
+    fifth = sixth["started_from"]["training"]
     conv = TrainConfig.from_files([DEFAULT, REPO / "recipes" / "gpu-conversation.json",
                                    REPO / "recipes" / "conversation" / "lang-align6.json"]).to_dict()
     conv.update(tokenizer="runs/conv-lang-align6/tokenizer.model")
@@ -289,3 +300,20 @@ def test_the_cluster_overlay_changes_the_batches_only():
     changed = {k: v for k, v in clustered.to_dict().items() if v != conv.to_dict()[k]}
     assert changed == {"batch_group": "lang+cluster", "out_dir": "runs/conv-cluster"}
 
+
+
+def test_the_half_rate_and_softmax_relational_overlays_change_one_thing_each():
+    """recipes/conversation/lr-half.json halves the learning rate (1.5e-4: the CPU arm's drift went with it) and
+    rel-softmax.json adds the relational term in its softmax form (weight 1); laid together over the phrasebook
+    recipe they validate and write to their own directory."""
+    base = [DEFAULT, REPO / "recipes" / "gpu-conversation.json", REPO / "recipes" / "conversation" / "lang-align6.json",
+            REPO / "recipes" / "conversation" / "phrasebook.json"]
+    conv = TrainConfig.from_files(base).to_dict()
+    half = TrainConfig.from_files([*base, REPO / "recipes" / "conversation" / "lr-half.json"]).to_dict()
+    assert {k: v for k, v in half.items() if v != conv[k]} == {"lr": 0.00015, "out_dir": "runs/conv-lr-half"}
+    both = TrainConfig.from_files([*base, REPO / "recipes" / "conversation" / "lr-half.json",
+                                   REPO / "recipes" / "conversation" / "rel-softmax.json"])
+    both.validate()
+    assert {k: v for k, v in both.to_dict().items() if v != conv[k]} == {
+        "lr": 0.00015, "weights": {**conv["weights"], "rel": 1.0}, "rel_form": "softmax",
+        "out_dir": "runs/conv-rel-softmax"}
