@@ -157,6 +157,19 @@ def phrasebook(out: Path = typer.Option(Path("data/corpus/phrasebook"), "--out",
     typer.echo(json.dumps(build_phrasebook(out, held, fillers_per_frame), indent=2))
 
 
+@app.command("ding-sentences")
+def ding_sentences(out: Path = typer.Option(Path("data/corpus/ding-sentences"), "--out", "-o", metavar="DIR",
+                                            help=OUT_HELP),
+                   held: List[Path] = typer.Option([Path("data/corpus")], "--held", metavar="DIR",
+                                                   help="Corpora whose dev/test sentences it must not hold "
+                                                        "(searched for dev*/test* pair files; repeatable).")) -> None:
+    """Ding's everyday example sentences with French, Spanish and Italian translations (lwx_edge/data/ding/, GPL-2+
+    like Ding) as train pairs; build it after the corpora whose tests it avoids."""
+    from ..data.ding_sentences import build_ding_sentences
+
+    typer.echo(json.dumps(build_ding_sentences(out, held), indent=2))
+
+
 @app.command("tokenizer")
 def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model"), "--out", "-o", metavar="FILE",
                                       help="The SentencePiece model to write."),
@@ -177,7 +190,8 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o", metavar="
                                    help="Root directory of the corpora (the tokenizer goes to "
                                         "ROOT/../tokenizer).")) -> None:
     """Every corpus (ddtp, gettext, dialogue, mono, everyday, words, lexicon, games, conversation) into
-    ROOT/NAME, then the tokenizer, then the phrasebook (last: the tokenizer's sample stays as it was)."""
+    ROOT/NAME, then the tokenizer, then the phrasebook and Ding's sentences (last: the tokenizer's sample stays as
+    it was)."""
     require("data all", "data")  # before the first download: words, lexicon and games need it
     ddtp(root / "ddtp", Path("/var/lib/apt/lists"))
     gettext(root / "gettext", root.parent / "debs")
@@ -190,3 +204,4 @@ def all_(root: Path = typer.Option(Path("data/corpus"), "--out", "-o", metavar="
     conversation(root / "conversation", root.parent / "debs", [root])
     tokenizer(root.parent / "tokenizer" / "everyday-24k.model", 24000, root, 0)
     phrasebook(root / "phrasebook", [root], 5)
+    ding_sentences(root / "ding-sentences", [root])

@@ -276,6 +276,18 @@ def test_the_phrasebook_overlay_adds_the_phrasebook_and_changes_nothing_else():
     assert with_pb["corpus"] == conv["corpus"] + ["data/corpus/phrasebook"]
 
 
+def test_the_ding_overlay_adds_dings_sentences_to_the_phrasebook_and_changes_nothing_else():
+    """recipes/conversation/ding.json: the phrasebook's corpora plus Ding's sentences in French, Spanish and Italian
+    (lwx-edge data ding-sentences), written elsewhere; laid over phrasebook.json it changes only the corpora."""
+    base = [DEFAULT, REPO / "recipes" / "gpu-conversation.json", REPO / "recipes" / "conversation" / "lang-align6.json",
+            REPO / "recipes" / "conversation" / "phrasebook.json"]
+    with_pb = TrainConfig.from_files(base).to_dict()
+    with_ding = TrainConfig.from_files([*base, REPO / "recipes" / "conversation" / "ding.json"]).to_dict()
+    assert {k for k in with_pb if with_pb[k] != with_ding[k]} == {"corpus", "out_dir"}
+    assert with_ding["corpus"] == with_pb["corpus"] + ["data/corpus/ding-sentences"]
+    assert with_ding["out_dir"] not in {with_pb["out_dir"], "runs/conv-phrasebook"}
+
+
 def test_the_relational_overlay_adds_the_relational_term_and_changes_nothing_else():
     """recipes/conversation/rel.json adds relational distillation (the teacher's in-batch cosines, weight 100) to any
     conversation recipe and keeps every other weight; it validates (the term reads the teacher's vectors)."""

@@ -77,7 +77,8 @@ def main() -> None:
                  *glob.glob(f"{corpus}/everyday/mono/train.*"), *glob.glob(f"{corpus}/words/train.*"),
                  *glob.glob(f"{corpus}/lexicon/train.*"), *glob.glob(f"{corpus}/games/train.*"),
                  *glob.glob(f"{corpus}/games-extra/train.*"), *glob.glob(f"{corpus}/games-more/train.*"),
-                 *glob.glob(f"{corpus}/phrasebook/train.*"), *glob.glob(f"{corpus}/conversation/dev.*"),
+                 *glob.glob(f"{corpus}/phrasebook/train.*"), *glob.glob(f"{corpus}/ding-sentences/train.*"),
+                 *glob.glob(f"{corpus}/conversation/dev.*"),
                  *glob.glob(f"{corpus}/*/summary.json")]
         for f in files:
             rel = Path(f).relative_to(corpus)
