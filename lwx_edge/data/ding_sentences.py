@@ -16,10 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from ..atomic import write_json_atomic, write_text_atomic
+from ..atomic import write_json_atomic
 from ..errors import CorpusError
-from .conversation import sentence_key
-from .phrasebook import COLUMNS, eval_sentences, read_rows
+from .phrasebook import COLUMNS, eval_sentences, read_rows, write_pairs
 
 SOURCE = Path(__file__).with_name("ding") / "sentences.tsv"
 LANGS = ("fr", "es", "it")
@@ -38,18 +37,9 @@ def build_ding_sentences(out_dir: str | Path = "data/corpus/ding-sentences",
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for lang in LANGS:
-        i, seen, kept = COLUMNS.index(lang), set(), []
-        for row in rows:
-            en, xx = row[0], row[i]
-            if sentence_key(en) in held or sentence_key(xx) in held:
-                summary["dropped"]["in_eval"] += 1
-            elif (en, xx) in seen:
-                summary["dropped"]["duplicate"] += 1
-            else:
-                seen.add((en, xx))
-                kept.append(f"{en}\t{xx}\n")
-        write_text_atomic(out / f"train.en-{lang}.tsv", "".join(kept))
-        summary["pairs"][lang] = len(kept)
+        i = COLUMNS.index(lang)
+        summary["pairs"][lang] = write_pairs(out / f"train.en-{lang}.tsv", [(row[0], row[i]) for row in rows], held,
+                                             summary["dropped"])
     write_json_atomic(out / "summary.json", summary)
     return summary
 

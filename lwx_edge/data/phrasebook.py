@@ -147,19 +147,25 @@ def build_phrasebook(out_dir: str | Path = "data/corpus/phrasebook", eval_dirs: 
                      "dropped": {"in_eval": 0, "duplicate": 0}}
     for i, lang in enumerate(LANGS, 1):
         candidates = [(row[0], row[i]) for row in phrases] + expanded.get(lang, [])
-        seen, kept = set(), []
-        for en, xx in candidates:
-            if sentence_key(en) in held or sentence_key(xx) in held:
-                summary["dropped"]["in_eval"] += 1
-            elif (en, xx) in seen:
-                summary["dropped"]["duplicate"] += 1
-            else:
-                seen.add((en, xx))
-                kept.append(f"{en}\t{xx}\n")
-        write_text_atomic(out / f"train.en-{lang}.tsv", "".join(kept))
-        summary["pairs"][lang] = len(kept)
+        summary["pairs"][lang] = write_pairs(out / f"train.en-{lang}.tsv", candidates, held, summary["dropped"])
     write_json_atomic(out / "summary.json", summary)
     return summary
 
 
-__all__ = ["LANGS", "build_phrasebook", "elide_french", "eval_sentences", "expand", "read_rows"]
+def write_pairs(path: Path, candidates: Iterable[tuple[str, str]], held: set[str], dropped: dict) -> int:
+    """Write ``en<TAB>xx`` lines atomically, each pair once and none with a side in ``held`` (as
+    :func:`sentence_key`); count what is left out in ``dropped["in_eval"]`` and ``dropped["duplicate"]``."""
+    seen, kept = set(), []
+    for en, xx in candidates:
+        if sentence_key(en) in held or sentence_key(xx) in held:
+            dropped["in_eval"] += 1
+        elif (en, xx) in seen:
+            dropped["duplicate"] += 1
+        else:
+            seen.add((en, xx))
+            kept.append(f"{en}\t{xx}\n")
+    write_text_atomic(path, "".join(kept))
+    return len(kept)
+
+
+__all__ = ["LANGS", "build_phrasebook", "elide_french", "eval_sentences", "expand", "read_rows", "write_pairs"]
