@@ -14,7 +14,8 @@ from .bundle import Bundle
 EVAL_FILE = "eval_test.json"
 CARD_FILE = "README.md"
 
-# What each corpus directory of `lwx-edge data` holds, and under which terms its text is distributed.
+# What each corpus directory of `lwx-edge data` (or the repository, by path) holds, and under which terms its
+# text is distributed.
 SOURCES = {
     "ddtp": ("Debian package descriptions and their DDTP translations (short and long descriptions)",
              "DDTP translations: free, under the terms of the Debian Description Translation Project"),
@@ -38,6 +39,13 @@ SOURCES = {
                    "SuperTuxKart, MegaGlest, LordsAWar and Endgame: Singularity (instructions, captions, messages, "
                    "stories)", "each game's free licence (GPL-2.0/3.0-or-later translations; CC-BY-SA data in "
                                 "GCompris, SuperTuxKart and MegaGlest; see each package's debian/copyright)"),
+    "phrasebook": ("everyday conversational sentences written for this project in English, French, German, Spanish "
+                   "and Italian (greetings, feelings, food, family, home, travel, shopping, health, work, plans)",
+                   "Apache-2.0, as the project"),
+    "ding-sentences": ("the Ding dictionary's English example sentences of 3-12 words, translated into French, Spanish "
+                       "and Italian for this project", "GPL-2.0-or-later, as Ding"),
+    "examples/corpus": ("the smoke run's sample: 2,000 pairs a language of the Wesnoth dialogue corpus",
+                        "GPL-2.0-or-later"),
     "words": ("each language's most frequent words (wordfreq's frequency lists), cased as in Debian's word lists",
               "wordfreq data: CC-BY-SA-4.0"),
 }
@@ -118,7 +126,7 @@ def _files(bundle: Bundle) -> list[str]:
         if not art and not rel.endswith((".safetensors", ".onnx", ".pte")):
             continue
         parity = (art or {}).get("parity") or {}
-        rows.append(f"| {rel} | {entry.get('bytes', 0) / 2**20:.1f} MB | {(art or {}).get('precision', 'fp32')} | "
+        rows.append(f"| {rel} | {entry.get('bytes', 0) / 1e6:.1f} MB | {(art or {}).get('precision', 'fp32')} | "
                     + (f"{parity['cos_mean']:.5f} / {parity['cos_min']:.5f} |" if parity else "– |"))
     return rows + [""]
 
@@ -133,6 +141,11 @@ def _stages(training: dict) -> list[dict]:
     return chain[::-1]
 
 
+def _source(corpus_dir: str) -> tuple[str, str]:
+    """(what it holds, licence) of a corpus directory: by its path in the repository, else by its name."""
+    return SOURCES.get(Path(corpus_dir).as_posix()) or SOURCES.get(Path(corpus_dir).name, ("", ""))
+
+
 def _training(training: dict, cfg: dict) -> list[str]:
     if not cfg:
         return ["## Training", "", "No training record in the manifest.", ""]
@@ -140,11 +153,11 @@ def _training(training: dict, cfg: dict) -> list[str]:
     out = ["## Training", ""]
     configs = [st.get("config") or {} for st in stages]
     for d in dict.fromkeys(d for c in configs for d in c.get("corpus", [])):
-        what, licence = SOURCES.get(Path(d).name, ("", ""))
+        what, licence = _source(d)
         out.append(f"- parallel: `{d}`" + (f": {what} ({licence})" if what else ""))
     for d in dict.fromkeys(d for c in configs for d in c.get("mono", [])):
         p = Path(d)
-        what, licence = EVERYDAY_MONO if (p.name == "mono" and p.parent.name == "everyday") else SOURCES.get(p.name, ("", ""))
+        what, licence = EVERYDAY_MONO if (p.name == "mono" and p.parent.name == "everyday") else _source(d)
         out.append(f"- monolingual (distillation only): `{d}`" + (f": {what} ({licence})" if what else ""))
     if len(stages) > 1:
         out += ["", f"In {len(stages)} stages, each starting from the model the one before made:"]

@@ -84,8 +84,18 @@ def test_every_corpus_a_recipe_trains_on_is_described_with_its_licence():
     recipes = sorted((Path(__file__).resolve().parents[2] / "recipes").rglob("*.json"))
     dirs = {d for r in recipes for key in ("corpus", "mono") for d in json.loads(r.read_text()).get(key) or []}
     assert {"data/corpus/lexicon", "data/corpus/games-extra", "data/corpus/words"} <= dirs
-    lines = _training({"step": 1}, {"corpus": sorted(dirs)})
-    undescribed = [line for line in lines if line.startswith("- parallel:") and "(" not in line]
-    assert undescribed == []
-    shipped = _training({}, json.loads((DEFAULT_MODEL / "manifest.json").read_text())["training"]["config"])
-    assert not [line for line in shipped if line.startswith("- ") and "(" not in line]
+    lines = _training({"step": 1, "config": {"corpus": sorted(dirs)}}, {"corpus": sorted(dirs)})
+    listed = [line for line in lines if line.startswith("- parallel:")]
+    assert len(listed) == len(dirs)
+    assert [line for line in listed if "(" not in line] == []
+    training = json.loads((DEFAULT_MODEL / "manifest.json").read_text())["training"]
+    shipped = [line for line in _training(training, training["config"]) if line.startswith("- ")]
+    assert "- parallel: `data/corpus/phrasebook`: everyday conversational sentences written for this project" in (
+        "\n".join(shipped))
+    assert [line for line in shipped if "(" not in line] == []
+
+
+def test_the_cards_file_sizes_are_decimal_megabytes_as_the_readme_gives_them():
+    card = model_card(DEFAULT_MODEL, name="default")
+    size = (DEFAULT_MODEL / "model.int8.onnx").stat().st_size
+    assert f"| model.int8.onnx | {size / 1e6:.1f} MB | int8 |" in card
