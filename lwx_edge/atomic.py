@@ -216,6 +216,8 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_dir():  # a directory replaces a directory, never a file
+        raise FileExistsError(f"{path} is a file, not a directory; refusing to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
     recover_dir(path)
     remove_stale(path)

@@ -114,6 +114,22 @@ def inside(root: str | os.PathLike, rel: object, what: str = "file") -> Path:
     return p
 
 
+def check_new_bundle_dir(path: str | os.PathLike, option: str = "--out") -> Path:
+    """``path`` as a place to write a new bundle: missing, empty, or a bundle (replaced whole). Anything else is
+    refused before any work starts: a file, a path under a file, or a folder holding other things."""
+    if not str(path).strip():
+        raise BundleError(f"{option} is empty (give the directory to write the bundle to)")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise BundleError(f"{option} {path} is a file, not a directory; refusing to replace it")
+    if any(p.exists() and not p.is_dir() for p in path.parents):
+        raise BundleError(f"{option} {path} lies under a file")
+    if path.is_dir() and any(path.iterdir()) and not (path / CONFIG).is_file():
+        raise BundleError(f"{option} {path} is not empty and holds no bundle; refusing to replace it (give a new "
+                          "or empty directory)")
+    return path
+
+
 def _read_json(path: Path, what: str) -> dict:
     obj = read_json(path, what, BundleError,
                     missing=f"{path.parent}: not a model bundle ({what} {path.name} is missing)")

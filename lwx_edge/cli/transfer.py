@@ -36,10 +36,12 @@ def transfer(
     threads: Optional[int] = threads_option(),
 ) -> None:
     """Write OUT: BUNDLE's encoder with its token table moved to TOKENIZER; pieces both know keep their row."""
+    from ..bundle import check_new_bundle_dir
     from ..errors import LwxError
 
     if teacher not in ("use", "none"):
         raise LwxError(f"unknown teacher {teacher!r} (use 'use' or 'none')")
+    check_new_bundle_dir(out)  # before the teacher and the weights load
     require("transfer", "train")  # before torch is imported or anything is read
     if teacher == "use":
         require("transfer", "teacher", instead=", or start new pieces from their old ones: --teacher none")

@@ -220,6 +220,8 @@ def read_parallel(path: str | Path, stats: CorpusStats | None = None, strict: bo
     """Dispatch by name, languages from the name: ``NAME.en-fr.tsv[.gz]`` is a TSV file; a Moses prefix
     ``NAME.en-fr`` reads the line-aligned ``NAME.en-fr.en`` and ``NAME.en-fr.fr``."""
     path = Path(path)
+    if not path.exists() and not _PAIR_NAME.search(path.name):
+        raise CorpusError(f"{path}: no such file or directory")
     src, tgt = langs_from_name(path)
     if not path.name.endswith((".tsv", ".tsv.gz", ".txt", ".txt.gz")) and not path.exists():
         a, b = path.with_name(f"{path.name}.{src}"), path.with_name(f"{path.name}.{tgt}")

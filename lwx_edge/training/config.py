@@ -30,7 +30,7 @@ class LossWeights:
 CHOICES = {"teacher": ("use", "none"), "token_init": ("teacher", "random"), "kd_space": ("projection", "output"),
            "schedule": ("paper", "linear"), "sim_form": ("paper", "cosine"),
            "rel_form": ("mse", "softmax"),
-           "precision": ("auto", "bf16", "fp32")}
+           "precision": ("auto", "bf16", "fp32"), "device": ("auto", "cpu", "cuda")}
 
 
 @dataclass
@@ -109,7 +109,7 @@ class TrainConfig:
         for path in paths:
             try:
                 d = json.loads(Path(path).read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as e:
+            except (OSError, ValueError) as e:  # ValueError: bad JSON, or text that is not UTF-8
                 raise LwxError(f"{path}: cannot read the config file ({e})") from None
             cfg.update(d)
         return cfg
@@ -147,6 +147,14 @@ class TrainConfig:
             raise LwxError(f"unknown config key {key!r}")
         setattr(obj, name, _typed(key, typing.get_type_hints(type(obj))[name], value))
 
+    def check_dev_sets(self) -> None:
+        """Refuse dev sets that do not exist now: they are read at the first evaluation, after the run started."""
+        missing = [f"{key} {path}" for key in ("dev_docs", "dev_xsr", "dev_pairs")
+                   for path in ([getattr(self, key)] if isinstance(getattr(self, key), str) else getattr(self, key) or [])
+                   if not Path(path).exists()]
+        if missing:
+            raise LwxError("missing dev set: " + "; ".join(f"{m} does not exist" for m in missing))
+
     def validate(self) -> None:
         """Refuse values no run can use, with the field's name (before any work starts)."""
         bad = []
@@ -155,7 +163,7 @@ class TrainConfig:
             if getattr(self, key) < 1:
                 bad.append(f"{key} must be >= 1, got {getattr(self, key)}")
         for key in ("warmup_steps", "head_warmup_steps", "eval_every", "save_every", "bucket", "dev_holdout",
-                    "decay_epoch", "pad_to"):
+                    "decay_epoch", "pad_to", "seed"):
             if getattr(self, key) < 0:
                 bad.append(f"{key} must be >= 0, got {getattr(self, key)}")
         for key in ("max_steps", "threads", "mono_max_per_lang"):
@@ -184,6 +192,7 @@ class TrainConfig:
                 bad.append(f"unknown {key} {getattr(self, key)!r} (use {' or '.join(map(repr, allowed))})")
         bad += _batch_group_problems(self)
         bad += _model_problems(self.model)
+        bad += _path_problems(self)
         if bad:
             raise LwxError("invalid training config: " + "; ".join(bad))
 
@@ -206,6 +215,19 @@ def _batch_group_problems(cfg: "TrainConfig") -> list[str]:
         bad.append(f"cluster_run must be >= 0, got {cfg.cluster_run}")
     if cfg.batch_clusters < 0 or cfg.batch_clusters == 1:
         bad.append(f"batch_clusters must be 0 (as many as bucket) or >= 2, got {cfg.batch_clusters}")
+    return bad
+
+
+def _path_problems(cfg: "TrainConfig") -> list[str]:
+    """The run directory must be one a run can write."""
+    bad = []
+    out = Path(cfg.out_dir)
+    if not cfg.out_dir.strip():
+        bad.append("out_dir is empty (give the run directory)")
+    elif out.exists() and not out.is_dir():
+        bad.append(f"out_dir {cfg.out_dir} is a file, not a directory")
+    elif any(p.exists() and not p.is_dir() for p in out.parents):
+        bad.append(f"out_dir {cfg.out_dir} lies under a file")
     return bad
 
 

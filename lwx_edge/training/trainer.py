@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -54,9 +55,21 @@ class Trainer:
 
     def __init__(self, cfg: TrainConfig, resume: bool = False):
         cfg.validate()
+        cfg.check_dev_sets()
         self.cfg = cfg
         self._join_processes()
+        fresh = not Path(cfg.out_dir).exists()
         self._open_run_dir(resume)
+        try:
+            self._set_up(resume)
+        except BaseException:  # a run that never started leaves no run directory behind
+            if fresh and self.rank == 0:
+                shutil.rmtree(self.out, ignore_errors=True)
+            raise
+
+    def _set_up(self, resume: bool) -> None:
+        """Data, tokenizer, teacher targets and model of the run."""
+        cfg = self.cfg
         if cfg.batch_size % self.world:
             raise LwxError(f"batch size {cfg.batch_size} is not divisible by the world size {self.world}")
         if not cfg.corpus:

@@ -235,10 +235,12 @@ def transfer_bundle(source: str | os.PathLike, tokenizer: str | os.PathLike, out
     summary."""
     import torch
 
+    from ..bundle import check_new_bundle_dir
     from ..tokenizer import Tokenizer
     from .checkpoint import save_bundle
     from .model import SentenceEncoder
 
+    check_new_bundle_dir(out_dir)
     state, config, bundle = encoder_weights(source)
     old, new = Tokenizer(bundle.file(B.TOKENIZER)), Tokenizer(tokenizer)
     vectors = None

@@ -78,6 +78,16 @@ def test_a_directory_named_by_a_symlink_is_replaced_behind_the_link(tmp_path):
     assert hidden(tmp_path) == []
 
 
+def test_a_directory_never_replaces_a_file(tmp_path):
+    """A file where the directory should go is refused whole: it stays, and no temporary or old copy is left."""
+    target = tmp_path / "notes.txt"
+    target.write_text("mine")
+    with pytest.raises(FileExistsError, match="notes.txt is a file, not a directory; refusing to replace it"):
+        with atomic_dir(target) as tmp:
+            (tmp / "a.txt").write_text("new")
+    assert target.read_text() == "mine" and hidden(tmp_path) == []
+
+
 def test_a_reader_removes_the_whole_temporary_copy_a_killed_writer_left(tmp_path):
     target, code = old_dir_and_writer(tmp_path)
     assert_killed(run_python(code, fault="dir:written@d"))

@@ -2,6 +2,7 @@
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -382,6 +383,7 @@ def test_whole_documents_can_join_the_dev_selection(tiny_corpus, tmp_path):
     (["--corpus", "x.tsv", "--set", "max_steps=null", "--set", "threads=two"], "'threads' expects int (or null)"),
     (["--corpus", "x.tsv", "--set", "weights"], "--set expects key=value"),
     (["--corpus", "tests/data/ddtp_test_pairs.tsv", "--set", "token_init=zeros"], "unknown token_init 'zeros'"),
+    (["--corpus", "missing"], "missing: no such file or directory"),
 ])
 def test_cli_errors_are_one_clear_line(tmp_path, args, message):
     r = _cli(["train", *args, "--out", str(tmp_path / "run")])
@@ -399,6 +401,43 @@ def test_config_files_of_the_wrong_shape_are_one_clear_line(tmp_path, content, m
     (tmp_path / "c.json").write_text(content)
     r = _cli(["train", "--config", str(tmp_path / "c.json"), "--corpus", "x.tsv", "--out", str(tmp_path / "run")])
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_settings_no_run_can_use_are_refused_by_name_before_the_run_starts(tmp_path):
+    """A negative seed, an unknown device, a run directory that is a file or under one, dev sets that do not exist
+    (read only at the first evaluation) and a config file that is not UTF-8: one line each, before any work."""
+    from lwx_edge.errors import LwxError
+    from lwx_edge.training.config import TrainConfig
+
+    (tmp_path / "file.txt").write_text("x")
+    for key, value, message in [("seed", -1, "seed must be >= 0, got -1"),
+                                ("device", "tpu", "unknown device 'tpu' (use 'auto' or 'cpu' or 'cuda')"),
+                                ("out_dir", str(tmp_path / "file.txt"), "file.txt is a file, not a directory"),
+                                ("out_dir", str(tmp_path / "file.txt" / "run"), "file.txt/run lies under a file"),
+                                ("out_dir", " ", "out_dir is empty")]:
+        cfg = TrainConfig(corpus=["x.en-fr.tsv"], out_dir=str(tmp_path / "run"))
+        cfg.set_value(key, value)
+        with pytest.raises(LwxError, match=re.escape(message)):
+            cfg.validate()
+    cfg = TrainConfig(corpus=["x.en-fr.tsv"], dev_docs=str(tmp_path / "docs.jsonl"), dev_xsr=[str(tmp_path)])
+    cfg.validate()
+    with pytest.raises(LwxError, match=r"missing dev set: dev_docs .*docs.jsonl does not exist$"):
+        cfg.check_dev_sets()
+    (tmp_path / "c.json").write_bytes('{"lr": 0.1}'.encode("utf-16"))
+    with pytest.raises(LwxError, match="c.json: cannot read the config file .*utf-8"):
+        TrainConfig.from_files([tmp_path / "c.json"])
+
+
+def test_a_run_that_fails_to_start_leaves_no_run_directory(tmp_path):
+    """Nothing half-written: a new run directory goes when setting up fails (here, after the tokenizer step);
+    one that was there before stays."""
+    (tmp_path / "bad.en-fr.tsv").write_text("a b\n")
+    for out in (tmp_path / "new", tmp_path / "old"):
+        if out.name == "old":
+            out.mkdir()
+        r = _cli(["train", "--corpus", str(tmp_path / "bad.en-fr.tsv"), "--teacher", "none", "--out", str(out)])
+        assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert out.exists() == (out.name == "old")
 
 
 def test_monolingual_cap_is_a_seeded_sample_per_file(tmp_path):

@@ -168,6 +168,19 @@ def test_lwx_edge_transfer_writes_a_bundle_on_the_new_vocabulary(tiny_corpus, tm
     bad = _cli(["transfer", str(source), "--tokenizer", str(new.model_path), "-o", str(tmp_path / "x"),
                   "--teacher", "big"])
     assert bad.returncode == 2 and "unknown teacher 'big'" in bad.stderr and not (tmp_path / "x").exists()
+    from lwx_edge.training.transfer import transfer_bundle
+
+    transfer_bundle(source, new.model_path, tmp_path / "moved")  # a bundle is replaced whole
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    (tmp_path / "file.txt").write_text("mine")
+    for out, message in [("notes", "is not empty and holds no bundle; refusing to replace it"),
+                         ("file.txt", "is a file, not a directory; refusing to replace it"),
+                         ("file.txt/sub", "lies under a file")]:
+        with pytest.raises(BundleError, match=message):
+            transfer_bundle(source, new.model_path, tmp_path / out)
+    assert (tmp_path / "notes" / "keep.txt").read_text() == (tmp_path / "file.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def test_training_from_a_bundle_with_a_new_tokenizer_starts_new_pieces_from_the_teacher(tiny_corpus, tmp_path,
