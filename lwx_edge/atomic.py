@@ -65,6 +65,16 @@ def is_stream(path: str | os.PathLike) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def check_file_target(path: str | os.PathLike) -> None:
+    """Refuse an output file :func:`atomic_file` could not write, before any work: a directory, or a path under
+    a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory (give a file name)")
+    if any(p.exists() and not p.is_dir() for p in path.parents):
+        raise InputError(f"{path}: lies under a file")
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike, exclusive: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds.
@@ -73,8 +83,7 @@ def atomic_file(path: str | os.PathLike, exclusive: bool = False) -> Iterator[Pa
     ``-o >(cmd)``) is written through once the block succeeds, never replaced by a regular file.
     ``exclusive``: never replace an existing ``path``; raise ``FileExistsError`` if another writer took it."""
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory (give a file name)")
+    check_file_target(path)
     if is_stream(path):
         with _temporary(Path(tempfile.gettempdir()), path.name) as tmp:
             yield tmp

@@ -70,6 +70,8 @@ def read_text(path: str | os.PathLike[str], what: str = "file") -> tuple[str, st
     """(name, text): the UTF-8 text of file ``path`` ('-' reads standard input, named "stdin"); an InputError
     when it is missing ("no such WHAT"), unreadable or not UTF-8."""
     if str(path) == "-":
+        if sys.stdin is None:  # started with standard input closed (<&-)
+            raise InputError("standard input is closed: give the text as a file or pipe it in")
         stream = getattr(sys.stdin, "buffer", None)
         return "stdin", (decode(stream.read(), "stdin") if stream is not None else sys.stdin.read())
     try:

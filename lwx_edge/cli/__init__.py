@@ -1,6 +1,8 @@
 """The ``lwx-edge`` command line (typer). One module per subcommand; heavy imports happen inside them."""
 from __future__ import annotations
 
+import errno
+import os
 import sys
 
 import typer
@@ -43,11 +45,28 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 
 def main() -> None:
     """Entry point of the ``lwx-edge`` console script: run the app, errors as one line and exit status 2."""
+    if sys.stdout is None:  # started with standard output closed (>&-): every command writes to it
+        sys.stderr.write("error: standard output is closed\n")
+        sys.exit(2)
     try:
         app()
     except LwxError as e:
         typer.secho(f"error: {e}", err=True, fg=typer.colors.RED)
         sys.exit(2)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly, as other command-line tools do
+        _drop_stdout()
+        sys.exit(141)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            raise
+        _drop_stdout()
+        typer.secho(f"error: cannot write {e.filename or 'the output'}: {e.strerror}", err=True, fg=typer.colors.RED)
+        sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so that the exit's flush of what could not be written fails no more."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

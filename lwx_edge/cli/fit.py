@@ -61,11 +61,15 @@ def fit(
 
     import numpy as np
 
-    from ..atomic import write_json_atomic
+    from ..atomic import check_file_target, write_json_atomic
     from ..encoder import Encoder
     from ..heads import make_head
     from ..heads.base import FewExamplesWarning, few_examples, stratified_split
+    from ..heads.persistence import check_head_dir
 
+    check_head_dir(out)  # both outputs before the slow part, so that a bad one wastes no fit and leaves no head
+    if json_out:
+        check_file_target(json_out)
     train, eval_sets = _read(data, text_col, label_col, kind, dev_fraction, eval_lang)
     y = np.asarray(train.labels)
     _, y_idx = np.unique(y, return_inverse=True)

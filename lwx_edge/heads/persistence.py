@@ -168,9 +168,9 @@ def check_encoder(recorded: Mapping[str, Any] | None, enc: Encoder | None, where
 
 # --------------------------------------------------------------------------------------------- files
 
-def save_head(head: BaseHead, path: str | os.PathLike[str], info: Mapping[str, Any] | None = None) -> Path:
-    """Write a fitted head into directory ``path`` atomically (replacing an older head there)."""
-    head._check_fitted()
+def check_head_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a place to save a head: missing, empty or a head (replaced); refused otherwise, before any
+    work."""
     path = Path(path)
     if path.exists():
         if not path.is_dir():
@@ -178,6 +178,15 @@ def save_head(head: BaseHead, path: str | os.PathLike[str], info: Mapping[str, A
         if any(path.iterdir()) and not (path / HEAD_JSON).is_file():
             raise HeadError(f"{path}: directory is not empty and holds no head; refusing to replace it "
                             "(give a new or empty directory)")
+    elif any(p.exists() and not p.is_dir() for p in path.parents):
+        raise HeadError(f"{path}: lies under a file")
+    return path
+
+
+def save_head(head: BaseHead, path: str | os.PathLike[str], info: Mapping[str, Any] | None = None) -> Path:
+    """Write a fitted head into directory ``path`` atomically (replacing an older head there)."""
+    head._check_fitted()
+    path = check_head_dir(path)
     arrays: dict[str, Any] = {}
     if head.mean_ is not None:
         arrays["mean"] = np.asarray(head.mean_, dtype=np.float32)

@@ -42,3 +42,15 @@ def test_embed_writes_jsonl_to_a_stream_and_refuses_a_missing_directory(tmp_path
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and f"no such directory {missing.parent}" in r.stderr
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_closed_or_full_standard_streams_are_one_clear_line():
+    """Standard input or output closed (<&-, >&-), or output to a full disk: one line naming it, no traceback."""
+    cli = f"{sys.executable} -m lwx_edge embed default"
+    for shell, message in [(f"{cli} -i - <&-", "error: standard input is closed"),
+                           (f"{cli} hi >&-", "error: standard output is closed"),
+                           (f"{cli} hi >/dev/full", "error: cannot write the output: No space left on device")]:
+        r = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (shell, r.stderr)
+        assert "Exception ignored" not in r.stderr

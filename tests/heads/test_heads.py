@@ -215,6 +215,27 @@ def test_mostly_single_example_labels_are_warned_about_before_fitting(tiny_bundl
     assert err.count("6 of 6 labels have a single example") == 1 and err.index("warning:") < err.index("fitting")
 
 
+def test_fit_refuses_bad_outputs_before_fitting_and_writes_no_head(tiny_bundle, tmp_path, monkeypatch, capsys):
+    """A --json that is a directory or under a file, or a head path under a file: one line, before the encoder
+    loads, and no head written (the head used to be saved before the --json path failed)."""
+    from lwx_edge.cli import main
+
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\na b,x\nc d,y\ne f,x\ng h,y\n")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "file.txt").write_text("x")
+    for extra, message in [(["-o", "head", "--json", "adir"], "adir: is a directory (give a file name)"),
+                           (["-o", "head", "--json", "file.txt/r.json"], "file.txt/r.json: lies under a file"),
+                           (["-o", "file.txt/head"], "file.txt/head: lies under a file")]:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr("sys.argv", ["lwx-edge", "fit", str(tiny_bundle), str(data), *extra])
+        with pytest.raises(SystemExit) as e:
+            main()
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and message in err and "fitting" not in err, err
+        assert not (tmp_path / "head").exists()
+
+
 def test_the_default_head_is_the_one_that_wins_on_small_data():
     """issue 18: `fit` (SDK make_head and `lwx-edge fit`) defaults to the head that won the measured few-shot
     comparison, benchmarks/compare_heads.json (tools/compare_heads.py), which the README quotes."""
