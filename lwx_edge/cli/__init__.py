@@ -4,12 +4,18 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import warnings
+from pathlib import Path
+from typing import TextIO
 
 import typer
 
 from .._logging import configure_cli_logging
 from ..errors import LwxError
 from . import data, embed, eval, export, fit, index, info, predict, search, train, transfer
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+_show_warning = warnings.showwarning
 
 app = typer.Typer(name="lwx-edge", help="On-device multilingual sentence embeddings: train, transfer, export, embed, fit heads, predict, search, index, info.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -41,6 +47,7 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
                                        help="Print the version and exit.")) -> None:
     """On-device multilingual sentence embeddings: train, transfer, export, embed, fit heads, predict, search, index, info."""
     configure_cli_logging()  # progress and notes of the library: INFO to stderr, through tqdm
+    warnings.showwarning = _one_line_warning
 
 
 def main() -> None:
@@ -65,6 +72,16 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      file: TextIO | None = None, line: str | None = None) -> None:
+    """The package's own warnings as ``warning: MESSAGE`` (not Python's file, line and source); others as Python
+    shows them."""
+    if Path(filename).resolve().is_relative_to(PACKAGE_DIR):
+        typer.secho(f"warning: {message}", err=True, fg=typer.colors.YELLOW)
+    else:
+        _show_warning(message, category, filename, lineno, file, line)
 
 
 def _drop_stdout() -> None:

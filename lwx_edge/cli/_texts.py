@@ -43,7 +43,8 @@ def gather_located(texts: Optional[list[str]], input: Optional[Path],
     if input is not None:
         pairs += read_located(input)
     if not pairs:
-        raise InputError(f"no {what}: give them as arguments or with --input FILE")
+        raise InputError(f"no {what}: give them as arguments or with --input FILE" if input is None else
+                         f"no {what} in {'standard input' if str(input) == '-' else input} (it holds no non-blank line)")
     for where, t in pairs:
         _check_unicode(where, t)
     return [t for _, t in pairs], [w for w, _ in pairs]

@@ -51,7 +51,7 @@ def fit(
                                              "(zero-shot cross-lingual, repeatable)."),
     backend: str = typer.Option("auto", "--backend", help="auto | onnx | executorch | torch."),
     threads: Optional[int] = threads_option(),
-    seed: int = typer.Option(0, "--seed", help="Seed of the dev slice and of the head's own randomness."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the dev slice and of the head's own randomness."),
     refit: bool = typer.Option(True, "--refit/--no-refit",
                                help="After reporting on the dev slice, fit the saved head on every example."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the reports as JSON here."),

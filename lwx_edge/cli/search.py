@@ -28,9 +28,12 @@ def search(
 ) -> None:
     """For each query, the TOP_K most similar corpus lines (cosine, exact)."""
     from ..encoder import Encoder
+    from ..errors import InputError
     from ..search import search as nearest
     from ._texts import gather
 
+    if str(corpus) == "-" and input is not None and str(input) == "-":
+        raise InputError("--corpus - and --input - cannot both read standard input; give one of them as a file")
     items = gather(queries, input, "queries")
     docs = gather(None, corpus, "corpus lines")
     enc = Encoder.load(bundle, backend=backend, threads=threads)

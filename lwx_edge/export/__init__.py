@@ -176,6 +176,9 @@ def _thresholds(thresholds: Thresholds | None, min_cos_mean: float | None, min_c
         th.int8_min_cos_mean = float(min_cos_mean)
     if min_cos_min is not None:
         th.int8_min_cos_min = float(min_cos_min)
+    for name, value in (("min_cos_mean", th.int8_min_cos_mean), ("min_cos_min", th.int8_min_cos_min)):
+        if not -1.0 <= value <= 1.0:  # nan too: a nan bound would pass every export
+            raise InputError(f"{name} must be a cosine between -1 and 1, got {value}")
     return th
 
 

@@ -54,3 +54,19 @@ def test_closed_or_full_standard_streams_are_one_clear_line():
         r = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (shell, r.stderr)
         assert "Exception ignored" not in r.stderr
+
+
+def test_search_names_its_empty_corpus_and_warns_in_one_line(tmp_path):
+    """An empty corpus file is named as the corpus (not "give them as arguments"); --corpus - with --input - is
+    refused; an empty query is one "warning:" line, not Python's warning with its file and source line."""
+    (tmp_path / "empty.txt").write_text("\n  \n")
+    (tmp_path / "notes.txt").write_text("pay the bills\nwater the plants\n")
+    cli = [sys.executable, "-m", "lwx_edge", "search", "default"]
+    r = subprocess.run([*cli, "hello", "-c", str(tmp_path / "empty.txt")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"error: no corpus lines in {tmp_path / 'empty.txt'}" in r.stderr, r.stderr
+    r = subprocess.run([*cli, "-c", "-", "-i", "-"], input="a\nb\n", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--corpus - and --input - cannot both read standard input" in r.stderr, r.stderr
+    r = subprocess.run([*cli, "", "-c", str(tmp_path / "notes.txt"), "-k", "1"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "warning: 1 of 1 text(s) have nothing to embed" in r.stderr, r.stderr
+    assert "EmptyTextWarning" not in r.stderr and "search.py" not in r.stderr

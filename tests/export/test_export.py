@@ -458,14 +458,14 @@ def test_work_directories_of_killed_exports_are_removed(tmp_path, monkeypatch):
 def test_int8_below_threshold_fails_and_leaves_nothing(exported, tmp_path):
     d, _, _ = exported
     before = snapshot(d)
-    with pytest.raises(ParityError, match=r"cosine mean .* < 1\.1") as ei:
-        export_bundle(d, formats=FORMATS, int8=True, min_cos_mean=1.1)
+    with pytest.raises(ParityError, match=r"cosine mean .* < 1\.0") as ei:  # int8 is never exact
+        export_bundle(d, formats=FORMATS, int8=True, min_cos_mean=1.0)
     assert snapshot(d) == before  # nothing replaced, nothing added (no temp files either)
     assert set(ei.value.report["artifacts"]) == set(names(True))
     assert not any(e["passed"] for e in ei.value.report["artifacts"].values())
     out = tmp_path / "new_copy"
     with pytest.raises(ParityError):
-        export_bundle(d, formats="onnx", int8=True, min_cos_min=1.5, out=out)
+        export_bundle(d, formats="onnx", int8=True, min_cos_min=1.0, out=out)
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
@@ -495,11 +495,15 @@ def test_cli_export_to_out_copy_then_int8_into_same_copy(source_bundle, tmp_path
 def test_cli_errors_are_clear(source_bundle, tmp_path):
     r = _cli("export", tmp_path / "missing")
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
-    r = _cli("export", source_bundle, "--format", "onnx", "--int8", "--min-cos-mean", "1.1",
+    r = _cli("export", source_bundle, "--format", "onnx", "--int8", "--min-cos-mean", "1.0",
              "--out", tmp_path / "o")
     assert r.returncode == 2 and "parity check failed" in r.stderr and "Traceback" not in r.stderr
     assert "FAIL" in r.stdout
     assert not (tmp_path / "o").exists()
+    for value in ("nan", "1.1", "-2"):  # a nan bound passed every export; one above 1 failed only at the end
+        r = _cli("export", source_bundle, "--format", "onnx", "--int8", "--min-cos-min", value, "--out", tmp_path / "o")
+        assert r.returncode == 2 and "min_cos_min must be a cosine between -1 and 1" in r.stderr, r.stderr
+        assert not (tmp_path / "o").exists()
 
 
 def _collapsed_bundle(tok_path: Path, path: Path) -> Path:

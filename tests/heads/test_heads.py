@@ -226,7 +226,8 @@ def test_fit_refuses_bad_outputs_before_fitting_and_writes_no_head(tiny_bundle, 
     (tmp_path / "file.txt").write_text("x")
     for extra, message in [(["-o", "head", "--json", "adir"], "adir: is a directory (give a file name)"),
                            (["-o", "head", "--json", "file.txt/r.json"], "file.txt/r.json: lies under a file"),
-                           (["-o", "file.txt/head"], "file.txt/head: lies under a file")]:
+                           (["-o", "file.txt/head"], "file.txt/head: lies under a file"),
+                           (["-o", "head", "--seed", "-1"], "Invalid value for '--seed'")]:  # numpy's error before
         monkeypatch.chdir(tmp_path)
         monkeypatch.setattr("sys.argv", ["lwx-edge", "fit", str(tiny_bundle), str(data), *extra])
         with pytest.raises(SystemExit) as e:
