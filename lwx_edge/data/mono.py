@@ -90,9 +90,14 @@ def build_mono(out_dir: str | Path, corpus_dirs, langs=LANGUAGES, filt: PairFilt
 
 
 def read_mono(path: str | Path) -> Iterator[str]:
-    """The non-empty lines of a monolingual file, stripped; CorpusError when the file is missing."""
-    with open_input(path, "monolingual file", CorpusError, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            line = line.strip()
+    """The non-empty lines of a monolingual file, stripped; CorpusError when the file is missing or a line is
+    not UTF-8 (a binary or Latin-1 file is refused, not read as replacement characters)."""
+    with open_input(path, "monolingual file", CorpusError, mode="rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                raise CorpusError(f"{path} line {n}: not valid UTF-8 (byte 0x{raw[e.start]:02x}); save the file as "
+                                  "UTF-8") from None
             if line:
                 yield line

@@ -219,3 +219,6 @@ def test_read_mono_skips_blank_lines_and_reports_missing(tmp_path):
     assert list(read_mono(f)) == ["one", "two"]
     with pytest.raises(CorpusError, match="no such monolingual file"):
         list(read_mono(tmp_path / "none.txt"))
+    f.write_bytes("été\r\n".encode() + "caf\xe9\n".encode("latin-1"))  # a Latin-1 line: refused, not "caf\ufffd"
+    with pytest.raises(CorpusError, match=r"train.en.txt line 2: not valid UTF-8 \(byte 0xe9\)"):
+        list(read_mono(f))
