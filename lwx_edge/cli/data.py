@@ -96,8 +96,13 @@ def mono(out: Path = typer.Option(Path("data/corpus/mono"), "--out", "-o", metav
          ) -> None:
     """Monolingual sentences per language from the train splits (for distillation)."""
     from ..data.mono import build_mono
+    from ..errors import CorpusError
 
     dirs = [d for d in (ddtp_dir, gettext_dir, dialogue_dir) if d.exists()]
+    if not dirs:
+        raise CorpusError(f"none of the corpora to read exists ({ddtp_dir}, {gettext_dir}, {dialogue_dir}): build "
+                          "them first (lwx-edge data ddtp, gettext, dialogue) or name them (--ddtp, --gettext, "
+                          "--dialogue)")
     typer.echo(json.dumps(build_mono(out, dirs), indent=2))
 
 

@@ -70,3 +70,11 @@ def test_search_names_its_empty_corpus_and_warns_in_one_line(tmp_path):
                        timeout=120)
     assert r.returncode == 0 and "warning: 1 of 1 text(s) have nothing to embed" in r.stderr, r.stderr
     assert "EmptyTextWarning" not in r.stderr and "search.py" not in r.stderr
+
+
+def test_data_mono_names_the_corpora_it_did_not_find(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "lwx_edge", "data", "mono", "-o", str(tmp_path / "m"),
+                        "--ddtp", str(tmp_path / "a"), "--gettext", str(tmp_path / "b"), "--dialogue",
+                        str(tmp_path / "c")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"none of the corpora to read exists ({tmp_path / 'a'}, " in r.stderr, r.stderr
+    assert "(none given)" not in r.stderr and not (tmp_path / "m").exists()
