@@ -185,8 +185,10 @@ def tokenizer(out: Path = typer.Option(Path("data/tokenizer/everyday-24k.model")
               seed: int = typer.Option(0, "--seed", metavar="N",
                                        help="Random seed of the sample of texts it learns from.")) -> None:
     """A SentencePiece model learned on a mix where everyday text is half (train splits only)."""
+    from ..atomic import check_file_target
     from ..data.vocab import build_tokenizer
 
+    check_file_target(out)  # before the minutes of learning
     typer.echo(json.dumps(build_tokenizer(out, vocab_size, corpus, seed), indent=2))
 
 

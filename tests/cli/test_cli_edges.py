@@ -78,3 +78,7 @@ def test_data_mono_names_the_corpora_it_did_not_find(tmp_path):
                         str(tmp_path / "c")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and f"none of the corpora to read exists ({tmp_path / 'a'}, " in r.stderr, r.stderr
     assert "(none given)" not in r.stderr and not (tmp_path / "m").exists()
+    (tmp_path / "adir").mkdir()  # the tokenizer's output is checked before the minutes of learning
+    r = subprocess.run([sys.executable, "-m", "lwx_edge", "data", "tokenizer", "-o", str(tmp_path / "adir"),
+                        "--corpus", str(tmp_path / "none")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "adir: is a directory (give a file name)" in r.stderr, r.stderr
