@@ -93,7 +93,10 @@ def atomic_file(path: str | os.PathLike, exclusive: bool = False) -> Iterator[Pa
             except OSError as e:
                 raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
         return
-    path = path.resolve() if path.is_symlink() else path
+    if path.is_symlink():
+        link, path = path, path.resolve()
+        if not path.parent.is_dir():  # a dangling link's folders are not ours to create
+            raise InputError(f"{link}: a link to {path}, whose directory does not exist")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:

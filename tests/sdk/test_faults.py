@@ -78,6 +78,19 @@ def test_a_directory_named_by_a_symlink_is_replaced_behind_the_link(tmp_path):
     assert hidden(tmp_path) == []
 
 
+def test_a_dangling_link_creates_no_folders(tmp_path):
+    """``-o LINK`` to a path whose folder is missing: refused, where the link's folders used to be created."""
+    from lwx_edge.atomic import atomic_file
+    from lwx_edge.errors import InputError
+
+    link = tmp_path / "v.npy"
+    link.symlink_to(tmp_path / "gone" / "x.npy")
+    with pytest.raises(InputError, match="v.npy: a link to .*gone/x.npy, whose directory does not exist"):
+        with atomic_file(link) as tmp:
+            tmp.write_bytes(b"x")
+    assert not (tmp_path / "gone").exists() and link.is_symlink()
+
+
 def test_a_directory_never_replaces_a_file(tmp_path):
     """A file where the directory should go is refused whole: it stays, and no temporary or old copy is left."""
     target = tmp_path / "notes.txt"
