@@ -65,13 +65,18 @@ def is_stream(path: str | os.PathLike) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def under_a_file(path: str | os.PathLike) -> bool:
+    """Whether a folder above ``path`` is a file, so that nothing can ever be written at ``path``."""
+    return any(p.exists() and not p.is_dir() for p in Path(path).parents)
+
+
 def check_file_target(path: str | os.PathLike) -> None:
     """Refuse an output file :func:`atomic_file` could not write, before any work: a directory, or a path under
     a file."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a directory (give a file name)")
-    if any(p.exists() and not p.is_dir() for p in path.parents):
+    if under_a_file(path):
         raise InputError(f"{path}: lies under a file")
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import text
 from ._version import __version__
-from .atomic import read_json, recover_dir, sha256_file, write_json_atomic
+from .atomic import read_json, recover_dir, sha256_file, under_a_file, write_json_atomic
 from .errors import BundleError, InputError
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def check_new_bundle_dir(path: str | os.PathLike, option: str = "--out") -> Path
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise BundleError(f"{option} {path} is a file, not a directory; refusing to replace it")
-    if any(p.exists() and not p.is_dir() for p in path.parents):
+    if under_a_file(path):
         raise BundleError(f"{option} {path} lies under a file")
     if path.is_dir() and any(path.iterdir()) and not (path / CONFIG).is_file():
         raise BundleError(f"{option} {path} is not empty and holds no bundle; refusing to replace it (give a new "

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-from ..atomic import atomic_dir, read_json, recover_dir, sha256_file
+from ..atomic import atomic_dir, read_json, recover_dir, sha256_file, under_a_file
 from ..bundle import Bundle, inside
 from ..errors import BundleError, LwxError
 
@@ -178,7 +178,7 @@ def check_head_dir(path: str | os.PathLike[str]) -> Path:
         if any(path.iterdir()) and not (path / HEAD_JSON).is_file():
             raise HeadError(f"{path}: directory is not empty and holds no head; refusing to replace it "
                             "(give a new or empty directory)")
-    elif any(p.exists() and not p.is_dir() for p in path.parents):
+    elif under_a_file(path):
         raise HeadError(f"{path}: lies under a file")
     return path
 

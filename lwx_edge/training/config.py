@@ -9,6 +9,7 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from ..atomic import under_a_file
 from ..errors import LwxError
 from .model import TABLE_GROUP, ModelConfig
 
@@ -226,7 +227,7 @@ def _path_problems(cfg: "TrainConfig") -> list[str]:
         bad.append("out_dir is empty (give the run directory)")
     elif out.exists() and not out.is_dir():
         bad.append(f"out_dir {cfg.out_dir} is a file, not a directory")
-    elif any(p.exists() and not p.is_dir() for p in out.parents):
+    elif under_a_file(out):
         bad.append(f"out_dir {cfg.out_dir} lies under a file")
     return bad
 
