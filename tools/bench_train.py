@@ -3,7 +3,7 @@
     python tools/bench_train.py --out benchmarks/bench_train_cpu.json            # CPU (fp32)
     python tools/bench_train.py --precision bf16 ...                              # CPU, bf16 autocast
     python tools/bench_train.py --device cuda --batch 128 512 2048 --compile     # GPU (bf16 autocast)
-    python tools/bench_train.py --device cuda --vocab 128000 --table-bits 4 --table-rank 160   # the shipped shape
+    python tools/bench_train.py --device cuda --vocab 128000 --table-bits 4 --table-rank 160 --d-ff 512   # the shipped shape
 
 The step is the trainer's own (model forward, every loss term of ``compute_losses``, backward, Adam),
 on synthetic token batches of a fixed length per side, with random teacher vectors.
@@ -50,8 +50,8 @@ def bench(batch: int, args, device) -> dict:
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     cfg = TrainConfig(batch_size=batch, weights=LossWeights(distance=args.distance, ranking=args.ranking))
-    model = DualEncoderModel(ModelConfig(vocab_size=args.vocab, table_bits=args.table_bits, table_rank=args.table_rank),
-                             teacher_dim=512).to(device)
+    model = DualEncoderModel(ModelConfig(vocab_size=args.vocab, table_bits=args.table_bits, table_rank=args.table_rank,
+                                         d_ff=args.d_ff), teacher_dim=512).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, weight_decay=1e-5, amsgrad=True)
     fwd = torch.compile(model) if args.compile else model
     bf16 = args.precision == "bf16" or (args.precision == "auto" and device.type == "cuda")
@@ -98,6 +98,7 @@ def main() -> None:
     ap.add_argument("--table-bits", type=int, default=ModelConfig.table_bits, help="model.table_bits (4: the shipped table)")
     ap.add_argument("--table-rank", type=int, default=ModelConfig.table_rank,
                     help="model.table_rank (160: the shipped default's rows; 0: full width)")
+    ap.add_argument("--d-ff", type=int, default=ModelConfig.d_ff, help="model.d_ff (512: the shipped default's)")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
@@ -124,7 +125,7 @@ def main() -> None:
             "precision": "bf16 autocast" if args.precision == "bf16" or (args.precision == "auto" and device.type == "cuda")
             else "fp32", "torch": torch.__version__,
             "threads": torch.get_num_threads(), "vocab": args.vocab, "table_bits": args.table_bits,
-            "table_rank": args.table_rank, "length_per_side": args.length,
+            "table_rank": args.table_rank, "d_ff": args.d_ff, "length_per_side": args.length,
             "compile": args.compile, "mono_batch": "batch/2" if args.mono else 0,
             "command": " ".join(["python", *sys.argv]), "results": results}
     write_json_atomic(args.out, info)

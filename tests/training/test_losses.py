@@ -107,6 +107,56 @@ def test_generative_loss_is_batchmean_kl_and_grad_is_soft_ce():
     torch.testing.assert_close(gb, gb2)
 
 
+def _spec_targets(ids_a, ids_b, side, w_t, vocab, mode):
+    """q_a, q_b row by row from docs/METHOD.md §3.2, in plain Python (pad id 0)."""
+    def weights(ids):
+        real = [i for i in ids if i != 0]
+        return {i: 1 / len(real) for i in real}
+
+    q_a, q_b = torch.zeros(len(ids_a), vocab), torch.zeros(len(ids_a), vocab)
+    for i, (a, b) in enumerate(zip(ids_a.tolist(), ids_b.tolist())):
+        wa, wb = weights(a), weights(b)
+        if mode == "smlm":
+            rows = ({w_t[i]: 1.0}, {w_t[i]: 1.0})
+        elif mode == "xtr":
+            rows = (wb, wa)
+        else:
+            def masked(other):
+                return {w_t[i]: 0.5, **{k: v / 2 for k, v in other.items()}}  # then S_O's entries (assignment)
+            rows = (masked(wb), wa) if side[i] == 0 else (wb, masked(wa))
+        for q, r in zip((q_a, q_b), rows):
+            for k, v in r.items():
+                q[i, k] = v
+    return q_a, q_b
+
+
+@pytest.mark.parametrize("mode", ["ugt", "xtr", "smlm"])
+def test_generative_loss_by_gather_equals_the_dense_kl(mode):
+    """Random batches with repeated ids, pads and w_t both inside and outside the other side: the targets
+    match the spec built row by row, and the gathered loss and its gradient match KLDivLoss on the dense q."""
+    g = torch.Generator().manual_seed(3)
+    n, vocab = 24, 12
+    ids_a = torch.randint(1, vocab, (n, 6), generator=g)
+    ids_b = torch.randint(1, vocab, (n, 5), generator=g)
+    for ids in (ids_a, ids_b):
+        for i, keep in enumerate(torch.randint(1, ids.shape[1] + 1, (n,), generator=g).tolist()):
+            ids[i, keep:] = 0
+    side = torch.randint(0, 2, (n,), generator=g)
+    w_t = torch.randint(1, vocab, (n,), generator=g)
+    want = _spec_targets(ids_a, ids_b, side.tolist(), w_t.tolist(), vocab, mode)
+    got = generative_targets(ids_a, ids_b, side, w_t, vocab, mode=mode)
+    for q, q_ref in zip(got, want):
+        torch.testing.assert_close(q, q_ref)
+    la = torch.randn(n, vocab, generator=g, requires_grad=True)
+    lb = torch.randn(n, vocab, generator=g, requires_grad=True)
+    loss = generative_loss(la, lb, ids_a, ids_b, side, w_t, mode=mode)
+    kl = torch.nn.KLDivLoss(reduction="batchmean")
+    ref = kl(torch.log_softmax(la, -1), want[0]) + kl(torch.log_softmax(lb, -1), want[1])
+    assert loss.item() == pytest.approx(ref.item(), rel=1e-5)
+    for g1, g2 in zip(torch.autograd.grad(loss, (la, lb)), torch.autograd.grad(ref, (la, lb))):
+        torch.testing.assert_close(g1, g2)
+
+
 def test_generative_loss_fp32_under_bf16_logits():
     torch.manual_seed(1)
     la, lb = torch.randn(2, V), torch.randn(2, V)

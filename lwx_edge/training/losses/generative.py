@@ -78,19 +78,44 @@ def _validate(ids_a, ids_b, masked_side, masked_token, vocab_size: int, mode: st
     return len_a, len_b
 
 
-def _set_weights(ids: torch.Tensor, length: torch.Tensor, vocab_size: int, pad_id: int):
-    """Indicator of the id set of each row, [n, V] in {0, 1} (pads excluded), and the same divided by ℓ."""
-    present = (ids != pad_id).float()
-    ind = torch.zeros(ids.shape[0], vocab_size, device=ids.device)
-    # amax: duplicates all write 1; pad positions write 0 and never raise a real id's entry
-    ind.scatter_reduce_(1, ids, present, reduce="amax", include_self=True)
-    return ind, ind / length.unsqueeze(1).float()
+def _set_entries(ids: torch.Tensor, length: torch.Tensor, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The id set of each row as gather entries: the row's ids sorted [n, L] and their weights, 1/ℓ on the first
+    occurrence of each id and 0 on repeats and pads."""
+    ids, _ = ids.sort(dim=1)
+    first = torch.ones_like(ids, dtype=torch.bool)
+    first[:, 1:] = ids[:, 1:] != ids[:, :-1]
+    return ids, (first & (ids != pad_id)).float() / length.unsqueeze(1).float()
+
+
+def target_entries(ids_a: torch.Tensor, ids_b: torch.Tensor, masked_side: torch.Tensor, masked_token: torch.Tensor,
+                   vocab_size: int, mode: str = "ugt", pad_id: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The nonzero entries of the targets q_a, q_b (see :func:`generative_targets`) without the dense [n, V]:
+    ``[(ids_a_q, w_a_q), (ids_b_q, w_b_q)]``, each [n, K] ids and fp32 weights, q[i, ids[i, k]] = w[i, k]
+    (an id appears once per row with a nonzero weight; zero-weight entries are padding)."""
+    len_a, len_b = _validate(ids_a, ids_b, masked_side, masked_token, vocab_size, mode, pad_id)
+    ids_a, ids_b = ids_a.long(), ids_b.long()
+    w_t = masked_token.long().view(-1, 1).to(ids_a.device)
+    if mode == "smlm":
+        one = torch.ones(w_t.shape, device=ids_a.device)
+        return [(w_t, one), (w_t, one.clone())]
+    set_a, set_b = _set_entries(ids_a, len_a, pad_id), _set_entries(ids_b, len_b, pad_id)
+    if mode == "xtr":
+        return [set_b, set_a]
+    a_masked = (masked_side.to(ids_a.device).long() == 0).view(-1, 1)
+    out = []
+    for masked, (ids, w) in ((a_masked, set_b), (~a_masked, set_a)):
+        # the masked side: half the other side's set, and w_t at 1/2 unless the set holds it (Eq. 4's assignment)
+        held = ((ids == w_t) & (w > 0)).any(dim=1, keepdim=True)
+        w_t_weight = 0.5 * (masked & ~held).float()
+        out.append((torch.cat([ids, w_t], dim=1), torch.cat([torch.where(masked, 0.5 * w, w), w_t_weight], dim=1)))
+    return out
 
 
 def generative_targets(ids_a: torch.Tensor, ids_b: torch.Tensor, masked_side: torch.Tensor,
                        masked_token: torch.Tensor, vocab_size: int, mode: str = "ugt",
                        pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dense targets q_a, q_b [n, V] (fp32) of the generative task, [P] Eqs. 1, 3, 4.
+    """Dense targets q_a, q_b [n, V] (fp32) of the generative task, [P] Eqs. 1, 3, 4 (for inspection and tests;
+    the loss gathers :func:`target_entries` instead).
 
     With S_a, S_b the id sets of the two (masked) sentences, ℓ_a, ℓ_b their true lengths (non-pad tokens,
     duplicates counted), M the masked side, O the other side and w_t the original masked id:
@@ -110,24 +135,10 @@ def generative_targets(ids_a: torch.Tensor, ids_b: torch.Tensor, masked_side: to
         masked_token [n]: the original id w_t at the masked position.
         vocab_size: V.
     """
-    len_a, len_b = _validate(ids_a, ids_b, masked_side, masked_token, vocab_size, mode, pad_id)
-    ids_a, ids_b = ids_a.long(), ids_b.long()
-    if mode == "smlm":
-        onehot = torch.zeros(ids_a.shape[0], vocab_size, device=ids_a.device)
-        onehot.scatter_(1, masked_token.long().view(-1, 1).to(ids_a.device), 1.0)
-        return onehot, onehot.clone()
-    ind_a, w_a = _set_weights(ids_a, len_a, vocab_size, pad_id)
-    ind_b, w_b = _set_weights(ids_b, len_b, vocab_size, pad_id)
-    if mode == "xtr":
-        return w_b, w_a
-    half_t = torch.zeros_like(w_a)
-    half_t.scatter_(1, masked_token.long().view(-1, 1).to(ids_a.device), 0.5)
-    a_masked = (masked_side.to(ids_a.device).long() == 0).view(-1, 1)
-    q_a_if_masked = torch.where(ind_b > 0, 0.5 * w_b, half_t)
-    q_b_if_masked = torch.where(ind_a > 0, 0.5 * w_a, half_t)
-    q_a = torch.where(a_masked, q_a_if_masked, w_b)
-    q_b = torch.where(a_masked, w_a, q_b_if_masked)
-    return q_a, q_b
+    (ids_qa, w_qa), (ids_qb, w_qb) = target_entries(ids_a, ids_b, masked_side, masked_token, vocab_size, mode, pad_id)
+    n = ids_qa.shape[0]
+    return (torch.zeros(n, vocab_size, device=ids_qa.device).scatter_add_(1, ids_qa, w_qa),
+            torch.zeros(n, vocab_size, device=ids_qb.device).scatter_add_(1, ids_qb, w_qb))
 
 
 def generative_loss(logits_a: torch.Tensor, logits_b: torch.Tensor, ids_a: torch.Tensor, ids_b: torch.Tensor,
@@ -137,8 +148,10 @@ def generative_loss(logits_a: torch.Tensor, logits_b: torch.Tensor, ids_a: torch
 
         KL(q ‖ p) = (1/n) Σ_i Σ_v q_iv (log q_iv − log p_iv),   p = softmax(logits) in fp32,
 
-    i.e. ``nn.KLDivLoss(reduction="batchmean")`` on log-probabilities ([R]), with 0·log 0 = 0. Its gradient
-    w.r.t. the logits equals that of the soft cross-entropy −(1/n) Σ q log p.
+    i.e. ``nn.KLDivLoss(reduction="batchmean")`` on log-probabilities ([R]), with 0·log 0 = 0. Computed by
+    gather over q's ≤ ℓ+1 nonzero entries, never a dense target (docs/METHOD.md §3.2):
+    Σ_v q_v (log q_v − z_v) + (Σ_v q_v)·logsumexp(z), keeping the factor Σ_v q_v ≠ 1. Its gradient w.r.t. the
+    logits equals that of the soft cross-entropy −(1/n) Σ q log p.
 
     Args:
         logits_a, logits_b [n, V]: the generative head's logits from the pooled u and v.
@@ -158,11 +171,12 @@ def generative_loss(logits_a: torch.Tensor, logits_b: torch.Tensor, ids_a: torch
         raise InputError(f"logits_a {shape(logits_a)} and ids_a {shape(ids_a)} must have the same "
                          f"batch size n")
     n, vocab = logits_a.shape
-    q_a, q_b = generative_targets(ids_a, ids_b, masked_side, masked_token, vocab, mode=mode, pad_id=pad_id)
+    entries = target_entries(ids_a, ids_b, masked_side, masked_token, vocab, mode=mode, pad_id=pad_id)
     with fp32(logits_a):
         total = logits_a.new_zeros((), dtype=torch.float32)
-        for logits, q in ((logits_a, q_a), (logits_b, q_b)):
-            log_p = torch.log_softmax(logits.float(), dim=-1)
-            q = q.to(log_p.device)
-            total = total + (torch.xlogy(q, q) - q * log_p).sum() / n
+        for logits, (ids, w) in zip((logits_a, logits_b), entries):
+            z = logits.float()
+            ids, w = ids.to(z.device), w.to(z.device)
+            per_row = (torch.xlogy(w, w) - w * z.gather(1, ids)).sum(1) + w.sum(1) * torch.logsumexp(z, dim=1)
+            total = total + per_row.sum() / n
         return total
