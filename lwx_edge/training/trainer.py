@@ -418,7 +418,7 @@ class Trainer:
             dt = time.perf_counter() - t0
             self.elapsed += dt
             pairs_window += cfg.batch_size
-            bar.update(max(0.0, min(dt, cfg.max_time - bar.n)) if by_time else 1)
+            bar.update(min(int(self.elapsed), int(cfg.max_time)) - bar.n if by_time else 1)  # whole seconds
             if self.step % cfg.log_every == 0 or self.step == total:
                 now = time.perf_counter()
                 rec.update(step=self.step, pairs_per_s=pairs_window / max(now - t_window, 1e-9),

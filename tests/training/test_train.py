@@ -267,13 +267,16 @@ def test_linear_schedule_anneals_to_the_step_limit(tiny_corpus, tmp_path):
     assert lrs[20] == pytest.approx(0.05e-3)  # the last step trains at 1/20 of lr
 
 
-def test_max_time_binds_and_the_linear_schedule_follows_it(tiny_corpus, tmp_path):
+def test_max_time_binds_and_the_linear_schedule_follows_it(tiny_corpus, tmp_path, capsys):
     train(tiny_config(tiny_corpus, tmp_path / "run", max_steps=10**6, epochs=10**4, max_time=4.0, warmup_steps=1,
                       schedule="linear", lr=1e-3))  # epochs too: 12 of them (576 steps) took under 4 s here
     m = read_metrics(tmp_path / "run")
     last = m[max(m)]
     assert max(m) < 10**6 and 4.0 <= last["elapsed_s"] < 10
     assert m[1]["lr"] > 0.9e-3 and last["lr"] < 0.1e-3  # annealed over the seconds, not the steps
+    bar = capsys.readouterr().err
+    assert re.search(r"\b4/4 \[", bar)  # the bar counts whole seconds of the limit,
+    assert not re.search(r"\d\.\d+/4\b", bar), bar[-300:]  # never 1.2345678/4
 
 
 def test_distillation_in_the_output_space_with_relational_kd(tiny_corpus, tmp_path, teacher_threads):
